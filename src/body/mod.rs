@@ -1,0 +1,137 @@
+//! Bodies as struct-of-arrays, their shapes and mass properties. Owned bodies
+//! come first, ghosts after (LAMMPS `nlocal + nghost`).
+pub mod mass;
+pub mod mesh;
+pub mod shape;
+
+pub use mass::MassProperties;
+pub use mesh::{MeshError, TriMesh};
+pub use shape::Shape;
+
+use nalgebra::{Matrix3, UnitQuaternion, Vector3};
+
+/// Bit `k` of a DOF mask set means DOF `k` is free: 0..3 translation x,y,z;
+/// 3..6 rotation about x,y,z.
+pub type DofMask = u8;
+/// All six DOFs free.
+pub const DOF_ALL: DofMask = 0b11_1111;
+/// 2D (x-y plane): translation z, rotation x and rotation y locked.
+pub const DOF_2D: DofMask = 0b10_0011;
+/// Fixed body: nothing moves.
+pub const DOF_NONE: DofMask = 0;
+
+/// One body as plain values; used to build and to move single bodies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Body {
+    pub id: u64,
+    pub shape: u32,
+    pub material: u32,
+    pub position: Vector3<f64>,
+    pub orientation: UnitQuaternion<f64>,
+    pub velocity: Vector3<f64>,
+    pub angular_velocity: Vector3<f64>,
+    pub mass: f64,
+    /// Body-frame inertia tensor about the centre of mass.
+    pub inertia: Matrix3<f64>,
+    pub fixed: bool,
+    pub dof_mask: DofMask,
+}
+
+/// Bodies as struct-of-arrays. Positions are centres of mass; orientations map
+/// body frame to world frame; angular velocity is in the world frame.
+#[derive(Clone, Debug, Default)]
+pub struct Bodies {
+    pub id: Vec<u64>,
+    pub shape: Vec<u32>,
+    pub material: Vec<u32>,
+    pub position: Vec<Vector3<f64>>,
+    pub orientation: Vec<UnitQuaternion<f64>>,
+    pub velocity: Vec<Vector3<f64>>,
+    pub angular_velocity: Vec<Vector3<f64>>,
+    pub mass: Vec<f64>,
+    pub inertia: Vec<Matrix3<f64>>,
+    pub fixed: Vec<bool>,
+    pub dof_mask: Vec<DofMask>,
+}
+
+impl Bodies {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.id.is_empty()
+    }
+
+    pub fn push(&mut self, b: Body) {
+        self.id.push(b.id);
+        self.shape.push(b.shape);
+        self.material.push(b.material);
+        self.position.push(b.position);
+        self.orientation.push(b.orientation);
+        self.velocity.push(b.velocity);
+        self.angular_velocity.push(b.angular_velocity);
+        self.mass.push(b.mass);
+        self.inertia.push(b.inertia);
+        self.fixed.push(b.fixed);
+        self.dof_mask.push(b.dof_mask);
+    }
+
+    pub fn get(&self, i: usize) -> Body {
+        Body {
+            id: self.id[i],
+            shape: self.shape[i],
+            material: self.material[i],
+            position: self.position[i],
+            orientation: self.orientation[i],
+            velocity: self.velocity[i],
+            angular_velocity: self.angular_velocity[i],
+            mass: self.mass[i],
+            inertia: self.inertia[i],
+            fixed: self.fixed[i],
+            dof_mask: self.dof_mask[i],
+        }
+    }
+
+    /// Keeps the bodies for which `keep` is true, in order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Body) -> bool) {
+        let old = std::mem::take(self);
+        for i in 0..old.len() {
+            let b = old.get(i);
+            if keep(&b) {
+                self.push(b);
+            }
+        }
+    }
+
+    /// Reorders the bodies by ascending id.
+    pub fn sort_by_id(&mut self) {
+        let mut idx: Vec<usize> = (0..self.len()).collect();
+        idx.sort_by_key(|&i| self.id[i]);
+        let old = std::mem::take(self);
+        for i in idx {
+            self.push(old.get(i));
+        }
+    }
+
+    /// World-frame inverse inertia of body `i` (zero on locked rotational DOFs).
+    pub fn world_inertia(&self, i: usize) -> Matrix3<f64> {
+        let r = self.orientation[i].to_rotation_matrix();
+        r.matrix() * self.inertia[i] * r.matrix().transpose()
+    }
+
+    /// Kinetic energy of bodies `0..n` (translational + rotational).
+    pub fn kinetic_energy(&self, n: usize) -> f64 {
+        (0..n)
+            .map(|i| {
+                let v = self.velocity[i];
+                let w = self.angular_velocity[i];
+                0.5 * self.mass[i] * v.norm_squared() + 0.5 * w.dot(&(self.world_inertia(i) * w))
+            })
+            .sum()
+    }
+}

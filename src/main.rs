@@ -1,0 +1,4 @@
+fn main() {
+    let universe = mpi::initialize().unwrap();
+    let _ = universe;
+}

@@ -1,0 +1,2 @@
+//! Thin safe binding to PETSc: every `unsafe` PETSc call of the crate lives here.
+pub mod ffi;

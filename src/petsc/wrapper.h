@@ -1,0 +1,5 @@
+#include <petscsnes.h>
+#include <petscksp.h>
+#include <petscvec.h>
+#include <petscmat.h>
+#include <petsclog.h>

@@ -1,0 +1,106 @@
+//! The resolved scene a run starts from: everything the solvers need, nothing
+//! TOML-specific. Built by `config` (validation) through the generators here.
+
+
+use crate::body::{Bodies, Shape};
+use nalgebra::Vector3;
+
+/// Which physics advances the scene.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SolverKind {
+    Cd,
+    CompatibleCd,
+    Dem,
+}
+
+impl SolverKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SolverKind::Cd => "cd",
+            SolverKind::CompatibleCd => "compatible-cd",
+            SolverKind::Dem => "dem",
+        }
+    }
+}
+
+/// A material; the solvers pick the fields their laws use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Material {
+    pub name: String,
+    pub density: f64,
+    pub young: Option<f64>,
+    pub poisson: Option<f64>,
+    pub friction_static: f64,
+    pub friction_dynamic: f64,
+    pub restitution: f64,
+}
+
+/// An infinite fixed plane; bodies stay on the side the normal points to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Wall {
+    pub point: Vector3<f64>,
+    pub normal: Vector3<f64>,
+    pub material: u32,
+}
+
+/// Time integration settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Simulation {
+    pub solver: SolverKind,
+    pub dim: u8,
+    pub t_end: f64,
+    pub dt: f64,
+    pub gravity: Vector3<f64>,
+}
+
+/// Where and how often a run writes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Output {
+    pub dir: std::path::PathBuf,
+    /// Steps between frames (0: only the first and last).
+    pub every: u64,
+    /// Steps between checkpoints (0: none).
+    pub checkpoint_every: u64,
+    /// Checkpoints kept on disk.
+    pub checkpoint_keep: usize,
+    /// Steps between thermo lines.
+    pub thermo_every: u64,
+}
+
+/// Solver tolerances and limits shared by the solvers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SolverSettings {
+    pub tolerance: f64,
+    pub max_iterations: u32,
+}
+
+/// A complete, validated scene. Body ids are 0..n in generation order.
+#[derive(Clone, Debug)]
+pub struct Scene {
+    pub simulation: Simulation,
+    pub materials: Vec<Material>,
+    pub shapes: Vec<Shape>,
+    /// Names of the shapes, in the order of `shapes`.
+    pub shape_names: Vec<String>,
+    pub bodies: Bodies,
+    pub walls: Vec<Wall>,
+    pub output: Output,
+    pub solver: SolverSettings,
+    /// The resolved configuration as TOML (overrides applied), kept in outputs.
+    pub config_text: String,
+}
+
+impl Scene {
+    /// Axis-aligned box holding every body's bounding sphere.
+    pub fn bounding_box(&self) -> (Vector3<f64>, Vector3<f64>) {
+        let mut lo = Vector3::repeat(f64::INFINITY);
+        let mut hi = Vector3::repeat(f64::NEG_INFINITY);
+        for i in 0..self.bodies.len() {
+            let r = self.shapes[self.bodies.shape[i] as usize].bounding_radius();
+            lo = lo.inf(&self.bodies.position[i].add_scalar(-r));
+            hi = hi.sup(&self.bodies.position[i].add_scalar(r));
+        }
+        (lo, hi)
+    }
+}

@@ -1,0 +1,51 @@
+//! Helpers for integration tests: launching binaries under mpirun.
+#![allow(dead_code)]
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Path of the stiffgrain binary cargo built for this test run.
+pub fn stiffgrain() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_stiffgrain"))
+}
+
+/// Path of an example binary built beside the main binary (`cargo test`
+/// builds examples).
+pub fn example(name: &str) -> PathBuf {
+    let bin = stiffgrain();
+    bin.parent().unwrap().join("examples").join(name)
+}
+
+/// `mpirun -np N EXE ARGS...` with the settings that work as root, with more
+/// ranks than cores, and inside containers.
+pub fn mpirun_cmd(np: usize, exe: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(std::env::var("MPIRUN").unwrap_or_else(|_| "mpirun".into()));
+    c.args(["-np", &np.to_string(), "--oversubscribe", "--bind-to", "none"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .arg(exe)
+        .args(args);
+    c
+}
+
+/// Runs under mpirun and returns the output; panics with both streams if the
+/// launcher itself cannot start.
+pub fn mpirun(np: usize, exe: &Path, args: &[&str]) -> Output {
+    mpirun_cmd(np, exe, args).output().expect("cannot start mpirun (is OpenMPI installed? run scripts/setup)")
+}
+
+/// Like `mpirun` but fails the test with both streams when the run fails.
+pub fn mpirun_ok(np: usize, exe: &Path, args: &[&str]) -> String {
+    let out = mpirun(np, exe, args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "mpirun -np {np} {} {:?} failed ({})\nstdout:\n{stdout}\nstderr:\n{}",
+        exe.display(),
+        args,
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
