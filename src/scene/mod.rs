@@ -1,7 +1,6 @@
 //! The resolved scene a run starts from: everything the solvers need, nothing
 //! TOML-specific. Built by `config` (validation) through the generators here.
-
-
+pub mod generate;
 use crate::body::{Bodies, Shape};
 use nalgebra::Vector3;
 

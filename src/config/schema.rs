@@ -1,0 +1,224 @@
+//! The TOML schema, exactly as users write it. Every table refuses unknown keys.
+use crate::scene::SolverKind;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub simulation: SimulationCfg,
+    #[serde(default)]
+    pub material: Vec<MaterialCfg>,
+    #[serde(default)]
+    pub shape: Vec<ShapeCfg>,
+    #[serde(default)]
+    pub body: Vec<BodyCfg>,
+    #[serde(default)]
+    pub generate: Vec<GenerateCfg>,
+    #[serde(default)]
+    pub wall: Vec<WallCfg>,
+    #[serde(default)]
+    pub output: OutputCfg,
+    #[serde(default)]
+    pub solver: SolverCfg,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimulationCfg {
+    pub solver: SolverKind,
+    #[serde(default = "default_dim")]
+    pub dim: u8,
+    pub t_end: f64,
+    pub dt: f64,
+    #[serde(default = "default_gravity")]
+    pub gravity: [f64; 3],
+}
+
+fn default_dim() -> u8 {
+    3
+}
+fn default_gravity() -> [f64; 3] {
+    [0.0, 0.0, -9.81]
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaterialCfg {
+    pub name: String,
+    pub density: f64,
+    pub young: Option<f64>,
+    pub poisson: Option<f64>,
+    /// Static Coulomb coefficient μ_s.
+    #[serde(default)]
+    pub friction: f64,
+    /// Dynamic coefficient μ_d (defaults to μ_s).
+    pub friction_dynamic: Option<f64>,
+    /// Normal restitution e_n (CD).
+    #[serde(default)]
+    pub restitution: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShapeKind {
+    Sphere,
+    Box,
+    Mesh,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeCfg {
+    pub name: String,
+    pub kind: ShapeKind,
+    /// sphere
+    pub radius: Option<f64>,
+    /// box: edge lengths
+    pub size: Option<[f64; 3]>,
+    /// mesh: STL or OBJ file, relative to the config file
+    pub file: Option<PathBuf>,
+    /// mesh: scale factor applied to the file's coordinates
+    pub scale: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BodyCfg {
+    pub shape: String,
+    pub material: Option<String>,
+    pub position: [f64; 3],
+    /// Unit quaternion (w, x, y, z); normalised on load.
+    pub orientation: Option<[f64; 4]>,
+    #[serde(default)]
+    pub velocity: [f64; 3],
+    #[serde(default)]
+    pub angular_velocity: [f64; 3],
+    #[serde(default)]
+    pub fixed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GenerateKind {
+    /// count[0] × count[1] × count[2] bodies from `origin`, centre spacing 2R + gap.
+    Lattice,
+    /// Square (cannonball) pyramid of spheres: n along the base edge, base centre at `origin`.
+    Pyramid,
+    /// Random loose pack of `count` non-overlapping bodies in [box_min, box_max].
+    Random,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateCfg {
+    pub kind: GenerateKind,
+    pub shape: String,
+    pub material: Option<String>,
+    /// Lattice: first centre. Pyramid: centre of the base layer's bottom.
+    pub origin: Option<[f64; 3]>,
+    /// Lattice: bodies along x, y, z.
+    pub count: Option<CountCfg>,
+    /// Surface gap between neighbours (lattice, pyramid, random).
+    #[serde(default)]
+    pub gap: f64,
+    /// Pyramid: spheres along the base edge.
+    pub n: Option<u32>,
+    /// Pyramid: extra vertical gap between layers.
+    #[serde(default)]
+    pub layer_gap: f64,
+    /// Pyramid: fix the base layer (default true).
+    pub fix_base: Option<bool>,
+    /// Random: the box the bodies' bounding spheres must lie in.
+    pub box_min: Option<[f64; 3]>,
+    pub box_max: Option<[f64; 3]>,
+    /// Random: seed of the deterministic generator.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Random: each body gets a velocity drawn uniformly in [-speed, speed]^dim.
+    #[serde(default)]
+    pub random_speed: f64,
+    #[serde(default)]
+    pub velocity: [f64; 3],
+    #[serde(default)]
+    pub fixed: bool,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// A lattice takes [nx, ny, nz]; a random pack takes a single number.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum CountCfg {
+    One(u64),
+    Three([u64; 3]),
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WallCfg {
+    pub point: [f64; 3],
+    pub normal: [f64; 3],
+    pub material: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputCfg {
+    #[serde(default = "default_out")]
+    pub dir: PathBuf,
+    #[serde(default = "default_every")]
+    pub every: u64,
+    #[serde(default)]
+    pub checkpoint_every: u64,
+    #[serde(default = "default_keep")]
+    pub checkpoint_keep: usize,
+    #[serde(default = "default_every")]
+    pub thermo_every: u64,
+}
+
+impl Default for OutputCfg {
+    fn default() -> Self {
+        Self {
+            dir: default_out(),
+            every: default_every(),
+            checkpoint_every: 0,
+            checkpoint_keep: default_keep(),
+            thermo_every: default_every(),
+        }
+    }
+}
+
+fn default_out() -> PathBuf {
+    PathBuf::from("OUT")
+}
+fn default_every() -> u64 {
+    100
+}
+fn default_keep() -> usize {
+    2
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SolverCfg {
+    #[serde(default = "default_tol")]
+    pub tolerance: f64,
+    #[serde(default = "default_max_it")]
+    pub max_iterations: u32,
+}
+
+impl Default for SolverCfg {
+    fn default() -> Self {
+        Self { tolerance: default_tol(), max_iterations: default_max_it() }
+    }
+}
+
+fn default_tol() -> f64 {
+    1e-8
+}
+fn default_max_it() -> u32 {
+    10_000
+}

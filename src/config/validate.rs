@@ -1,0 +1,387 @@
+//! Schema -> Scene: checks every value and resolves names to indices.
+use super::schema::*;
+use super::ConfigError;
+use crate::body::{Bodies, Body, Shape, TriMesh, DOF_2D, DOF_ALL, DOF_NONE};
+use crate::scene::{generate, Material, Output, Scene, Simulation, SolverSettings, Wall};
+use nalgebra::{Quaternion, UnitQuaternion, Vector3};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+struct Ctx<'a> {
+    file: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, key: impl Into<String>, msg: impl Into<String>) -> ConfigError {
+        ConfigError::new(self.file, key, msg)
+    }
+    fn positive(&self, key: &str, v: f64) -> Result<f64, ConfigError> {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(self.err(key, format!("must be a positive number, got {v}")))
+        }
+    }
+    fn non_negative(&self, key: &str, v: f64) -> Result<f64, ConfigError> {
+        if v.is_finite() && v >= 0.0 {
+            Ok(v)
+        } else {
+            Err(self.err(key, format!("must be zero or positive, got {v}")))
+        }
+    }
+    fn finite3(&self, key: &str, v: [f64; 3]) -> Result<Vector3<f64>, ConfigError> {
+        if v.iter().all(|x| x.is_finite()) {
+            Ok(Vector3::from(v))
+        } else {
+            Err(self.err(key, "must hold three finite numbers"))
+        }
+    }
+}
+
+pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, ConfigError> {
+    let c = Ctx { file };
+    let s = &cfg.simulation;
+    if s.dim != 2 && s.dim != 3 {
+        return Err(c.err("simulation.dim", format!("must be 2 or 3, got {}", s.dim)));
+    }
+    let simulation = Simulation {
+        solver: s.solver,
+        dim: s.dim,
+        t_end: c.positive("simulation.t_end", s.t_end)?,
+        dt: c.positive("simulation.dt", s.dt)?,
+        gravity: c.finite3("simulation.gravity", s.gravity)?,
+    };
+    if simulation.dim == 2 && simulation.gravity.z != 0.0 {
+        return Err(c.err("simulation.gravity", "must have z = 0 in 2D (the x-y plane)"));
+    }
+
+    let materials = materials(&c, &cfg.material)?;
+    let mat_index: HashMap<&str, u32> =
+        cfg.material.iter().enumerate().map(|(i, m)| (m.name.as_str(), i as u32)).collect();
+    let find_mat = |key: String, name: &Option<String>| -> Result<u32, ConfigError> {
+        match name {
+            None => Ok(0),
+            Some(n) => mat_index.get(n.as_str()).copied().ok_or_else(|| {
+                c.err(key, format!("unknown material `{n}` (known: {})", names(cfg.material.iter().map(|m| &m.name))))
+            }),
+        }
+    };
+
+    let (shapes, shape_names) = shapes(&c, &cfg.shape)?;
+    let shape_index: HashMap<&str, u32> =
+        shape_names.iter().enumerate().map(|(i, n)| (n.as_str(), i as u32)).collect();
+    let find_shape = |key: String, name: &str| -> Result<u32, ConfigError> {
+        shape_index
+            .get(name)
+            .copied()
+            .ok_or_else(|| c.err(key, format!("unknown shape `{name}` (known: {})", names(shape_names.iter()))))
+    };
+
+    let dof = |fixed: bool| if fixed { DOF_NONE } else if simulation.dim == 2 { DOF_2D } else { DOF_ALL };
+    let make = |id: u64, shape: u32, material: u32, position: Vector3<f64>, fixed: bool| -> Body {
+        let mp = shapes[shape as usize].unit_mass_properties();
+        let rho = materials[material as usize].density;
+        Body {
+            id,
+            shape,
+            material,
+            position,
+            orientation: UnitQuaternion::identity(),
+            velocity: Vector3::zeros(),
+            angular_velocity: Vector3::zeros(),
+            mass: rho * mp.volume,
+            inertia: rho * mp.inertia,
+            fixed,
+            dof_mask: dof(fixed),
+        }
+    };
+
+    let mut bodies = Bodies::new();
+    // Which config entry each body came from, to name it in errors.
+    let mut origin: Vec<String> = Vec::new();
+    for (i, b) in cfg.body.iter().enumerate() {
+        let key = |k: &str| format!("body[{i}].{k}");
+        let shape = find_shape(key("shape"), &b.shape)?;
+        let material = find_mat(key("material"), &b.material)?;
+        let mut body = make(bodies.len() as u64, shape, material, c.finite3(&key("position"), b.position)?, b.fixed);
+        if let Some(q) = b.orientation {
+            let q = Quaternion::new(q[0], q[1], q[2], q[3]);
+            if !(q.norm() > 0.0 && q.norm().is_finite()) {
+                return Err(c.err(key("orientation"), "must be a non-zero quaternion (w, x, y, z)"));
+            }
+            body.orientation = UnitQuaternion::from_quaternion(q);
+        }
+        if !b.fixed {
+            body.velocity = c.finite3(&key("velocity"), b.velocity)?;
+            body.angular_velocity = c.finite3(&key("angular_velocity"), b.angular_velocity)?;
+        }
+        bodies.push(body);
+        origin.push(format!("body[{i}]"));
+    }
+
+    for (k, g) in cfg.generate.iter().enumerate() {
+        let key = |f: &str| format!("generate[{k}].{f}");
+        let shape = find_shape(key("shape"), &g.shape)?;
+        let material = find_mat(key("material"), &g.material)?;
+        let radius = shapes[shape as usize].bounding_radius();
+        let gap = c.non_negative(&key("gap"), g.gap)?;
+        let velocity = c.finite3(&key("velocity"), g.velocity)?;
+        let need3 = |f: &str, v: Option<[f64; 3]>| -> Result<Vector3<f64>, ConfigError> {
+            let v = v.ok_or_else(|| c.err(key(f), format!("required for kind = {:?}", g.kind).to_lowercase()))?;
+            c.finite3(&key(f), v)
+        };
+        let placed: Vec<(Vector3<f64>, Vector3<f64>, bool)> = match g.kind {
+            GenerateKind::Lattice => {
+                let origin = need3("origin", g.origin)?;
+                let n = match &g.count {
+                    Some(CountCfg::Three(n)) if n.iter().all(|&x| x >= 1) => *n,
+                    Some(_) => return Err(c.err(key("count"), "must be [nx, ny, nz], each at least 1")),
+                    None => return Err(c.err(key("count"), "required for kind = lattice")),
+                };
+                generate::lattice(origin, n, 2.0 * radius + gap).into_iter().map(|p| (p, velocity, g.fixed)).collect()
+            }
+            GenerateKind::Pyramid => {
+                if !matches!(shapes[shape as usize], Shape::Sphere { .. }) {
+                    return Err(c.err(key("shape"), "a pyramid is built of spheres"));
+                }
+                let origin = need3("origin", g.origin)?;
+                let n = g.n.ok_or_else(|| c.err(key("n"), "required for kind = pyramid"))?;
+                if n == 0 {
+                    return Err(c.err(key("n"), "must be at least 1"));
+                }
+                let layer_gap = c.non_negative(&key("layer_gap"), g.layer_gap)?;
+                let fix_base = g.fix_base.unwrap_or(true);
+                generate::pyramid(origin, n, radius, gap, layer_gap)
+                    .into_iter()
+                    .map(|(p, layer)| (p, velocity, g.fixed || (fix_base && layer == 0)))
+                    .collect()
+            }
+            GenerateKind::Random => {
+                let lo = need3("box_min", g.box_min)?;
+                let hi = need3("box_max", g.box_max)?;
+                if (0..3).any(|d| hi[d] - lo[d] < 2.0 * radius) {
+                    return Err(c.err(key("box_max"), "the box must be larger than one body in every direction"));
+                }
+                let count = match &g.count {
+                    Some(CountCfg::One(n)) if *n >= 1 => *n,
+                    Some(_) => return Err(c.err(key("count"), "must be a single number, at least 1")),
+                    None => return Err(c.err(key("count"), "required for kind = random")),
+                };
+                let speed = c.non_negative(&key("random_speed"), g.random_speed)?;
+                let (pos, vel) = generate::random_pack(lo, hi, count, radius, gap, simulation.dim, g.seed, speed)
+                    .map_err(|placed| {
+                        c.err(key("count"), format!("only {placed} of {count} bodies fit in the box without overlap"))
+                    })?;
+                pos.into_iter().zip(vel).map(|(p, v)| (p, velocity + v, g.fixed)).collect()
+            }
+        };
+        for (p, v, fixed) in placed {
+            let mut body = make(bodies.len() as u64, shape, material, p, fixed);
+            if !fixed {
+                body.velocity = v;
+            }
+            bodies.push(body);
+            origin.push(format!("generate[{k}]"));
+        }
+    }
+
+    if bodies.is_empty() {
+        return Err(c.err("body", "the scene is empty: add [[body]] or [[generate]] entries"));
+    }
+    if simulation.dim == 2 {
+        if let Some(i) = (0..bodies.len()).find(|&i| bodies.position[i].z != 0.0 || bodies.velocity[i].z != 0.0) {
+            return Err(c.err(&origin[i], format!("body {i}: in 2D every body lies in z = 0 and moves in x-y")));
+        }
+    }
+
+    let mut walls = Vec::new();
+    for (i, w) in cfg.wall.iter().enumerate() {
+        let key = |f: &str| format!("wall[{i}].{f}");
+        let n = c.finite3(&key("normal"), w.normal)?;
+        if n.norm() == 0.0 {
+            return Err(c.err(key("normal"), "must not be zero"));
+        }
+        walls.push(Wall {
+            point: c.finite3(&key("point"), w.point)?,
+            normal: n.normalize(),
+            material: find_mat(key("material"), &w.material)?,
+        });
+    }
+
+    check_overlaps(&c, &bodies, &shapes, &walls, &origin)?;
+
+    let o = &cfg.output;
+    if o.dir.as_os_str().is_empty() {
+        return Err(c.err("output.dir", "must not be empty"));
+    }
+    let parent = o.dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if !parent.is_dir() {
+        return Err(c.err("output.dir", format!("parent directory {} does not exist", parent.display())));
+    }
+    if o.thermo_every == 0 {
+        return Err(c.err("output.thermo_every", "must be at least 1"));
+    }
+    if o.checkpoint_keep == 0 {
+        return Err(c.err("output.checkpoint_keep", "must be at least 1"));
+    }
+    let output = Output {
+        dir: o.dir.clone(),
+        every: o.every,
+        checkpoint_every: o.checkpoint_every,
+        checkpoint_keep: o.checkpoint_keep,
+        thermo_every: o.thermo_every,
+    };
+    let solver = SolverSettings {
+        tolerance: c.positive("solver.tolerance", cfg.solver.tolerance)?,
+        max_iterations: match cfg.solver.max_iterations {
+            0 => return Err(c.err("solver.max_iterations", "must be at least 1")),
+            n => n,
+        },
+    };
+    Ok(Scene { simulation, materials, shapes, shape_names, bodies, walls, output, solver, config_text })
+}
+
+fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {
+    let v: Vec<&str> = it.map(|s| s.as_str()).collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+fn materials(c: &Ctx, cfg: &[MaterialCfg]) -> Result<Vec<Material>, ConfigError> {
+    if cfg.is_empty() {
+        return Err(c.err("material", "at least one [[material]] with a name and a density is needed"));
+    }
+    let mut out = Vec::new();
+    for (i, m) in cfg.iter().enumerate() {
+        let key = |f: &str| format!("material[{i}].{f}");
+        if cfg[..i].iter().any(|o| o.name == m.name) {
+            return Err(c.err(key("name"), format!("duplicate material name `{}`", m.name)));
+        }
+        if let Some(e) = m.young {
+            c.positive(&key("young"), e)?;
+        }
+        if let Some(nu) = m.poisson {
+            if !(nu > -1.0 && nu < 0.5) {
+                return Err(c.err(key("poisson"), format!("must lie in (-1, 0.5), got {nu}")));
+            }
+        }
+        if !(0.0..=1.0).contains(&m.restitution) {
+            return Err(c.err(key("restitution"), format!("must lie in [0, 1], got {}", m.restitution)));
+        }
+        let mu_s = c.non_negative(&key("friction"), m.friction)?;
+        let mu_d = c.non_negative(&key("friction_dynamic"), m.friction_dynamic.unwrap_or(mu_s))?;
+        out.push(Material {
+            name: m.name.clone(),
+            density: c.positive(&key("density"), m.density)?,
+            young: m.young,
+            poisson: m.poisson,
+            friction_static: mu_s,
+            friction_dynamic: mu_d,
+            restitution: m.restitution,
+        });
+    }
+    Ok(out)
+}
+
+fn shapes(c: &Ctx, cfg: &[ShapeCfg]) -> Result<(Vec<Shape>, Vec<String>), ConfigError> {
+    let mut shapes = Vec::new();
+    let mut names = Vec::new();
+    for (i, s) in cfg.iter().enumerate() {
+        let key = |f: &str| format!("shape[{i}].{f}");
+        if names.contains(&s.name) {
+            return Err(c.err(key("name"), format!("duplicate shape name `{}`", s.name)));
+        }
+        let unused = |f: &str, present: bool| -> Result<(), ConfigError> {
+            if present {
+                Err(c.err(key(f), format!("does not apply to kind = {:?}", s.kind).to_lowercase()))
+            } else {
+                Ok(())
+            }
+        };
+        let shape = match s.kind {
+            ShapeKind::Sphere => {
+                unused("size", s.size.is_some())?;
+                unused("file", s.file.is_some())?;
+                let r = s.radius.ok_or_else(|| c.err(key("radius"), "required for kind = sphere"))?;
+                Shape::Sphere { radius: c.positive(&key("radius"), r)? }
+            }
+            ShapeKind::Box => {
+                unused("radius", s.radius.is_some())?;
+                unused("file", s.file.is_some())?;
+                let size = s.size.ok_or_else(|| c.err(key("size"), "required for kind = box"))?;
+                for d in size {
+                    c.positive(&key("size"), d)?;
+                }
+                Shape::Mesh(Arc::new(TriMesh::cuboid(Vector3::from(size))))
+            }
+            ShapeKind::Mesh => {
+                unused("radius", s.radius.is_some())?;
+                unused("size", s.size.is_some())?;
+                let f = s.file.as_ref().ok_or_else(|| c.err(key("file"), "required for kind = mesh"))?;
+                if !f.is_file() {
+                    return Err(c.err(key("file"), format!("mesh file {} not found", f.display())));
+                }
+                let scale = c.positive(&key("scale"), s.scale.unwrap_or(1.0))?;
+                let m = TriMesh::load(f, scale).map_err(|e| c.err(key("file"), format!("{}: {e}", f.display())))?;
+                Shape::Mesh(Arc::new(m))
+            }
+        };
+        shapes.push(shape);
+        names.push(s.name.clone());
+    }
+    if shapes.is_empty() {
+        return Err(c.err("shape", "at least one [[shape]] is needed"));
+    }
+    Ok((shapes, names))
+}
+
+/// Refuses spheres that interpenetrate each other or a wall at the start
+/// (meshes are checked by their contact detection later).
+fn check_overlaps(
+    c: &Ctx,
+    bodies: &Bodies,
+    shapes: &[Shape],
+    walls: &[Wall],
+    origin: &[String],
+) -> Result<(), ConfigError> {
+    let radius = |i: usize| match shapes[bodies.shape[i] as usize] {
+        Shape::Sphere { radius } => Some(radius),
+        Shape::Mesh(_) => None,
+    };
+    let spheres: Vec<usize> = (0..bodies.len()).filter(|&i| radius(i).is_some()).collect();
+    let tol = |r: f64| 1e-9 * r;
+    let mut pairs = Vec::new();
+    for (a, b) in generate::close_pairs(&spheres.iter().map(|&i| (bodies.position[i], radius(i).unwrap())).collect::<Vec<_>>()) {
+        let (i, j) = (spheres[a], spheres[b]);
+        let (ri, rj) = (radius(i).unwrap(), radius(j).unwrap());
+        let gap = (bodies.position[i] - bodies.position[j]).norm() - ri - rj;
+        if gap < -tol(ri.min(rj)) && !(bodies.fixed[i] && bodies.fixed[j]) {
+            pairs.push((i, j, gap));
+        }
+    }
+    if let Some(&(i, j, gap)) = pairs.first() {
+        let list: Vec<String> = pairs.iter().take(5).map(|(i, j, _)| format!("{i}-{j}")).collect();
+        return Err(c.err(
+            &origin[j],
+            format!(
+                "{} overlapping pair(s) of bodies (ids {}{}); bodies {i} and {j} overlap by {:.3e}",
+                pairs.len(),
+                list.join(", "),
+                if pairs.len() > 5 { ", ..." } else { "" },
+                -gap
+            ),
+        ));
+    }
+    for (w, wall) in walls.iter().enumerate() {
+        for &i in &spheres {
+            let d = (bodies.position[i] - wall.point).dot(&wall.normal) - radius(i).unwrap();
+            if d < -tol(radius(i).unwrap()) && !bodies.fixed[i] {
+                return Err(c.err(&origin[i], format!("body {i} penetrates wall[{w}] by {:.3e}", -d)));
+            }
+        }
+    }
+    Ok(())
+}
