@@ -6,3 +6,8 @@ pub mod body;
 pub mod config;
 pub mod petsc;
 pub mod scene;
+pub mod driver;
+pub mod io;
+pub mod logging;
+pub mod parallel;
+pub mod timers;

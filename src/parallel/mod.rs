@@ -1,0 +1,45 @@
+//! Parallel services: ownership of bodies by rank, collective agreement on
+//! errors, broadcasts. Solvers use these; they never call MPI directly.
+pub mod ownership;
+
+pub use mpi::topology::SimpleCommunicator as Comm;
+use mpi::traits::*;
+
+/// True on every rank iff `ok` is true on every rank. Call it before any
+/// step where one rank's failure would leave others waiting in a collective.
+pub fn all_ok(comm: &Comm, ok: bool) -> bool {
+    let mut all = 0i32;
+    comm.all_reduce_into(&(ok as i32), &mut all, mpi::collective::SystemOperation::min());
+    all == 1
+}
+
+/// Broadcasts rank 0's string to every rank.
+pub fn broadcast_string(comm: &Comm, s: &mut String) {
+    let root = comm.process_at_rank(0);
+    let mut len = s.len() as u64;
+    root.broadcast_into(&mut len);
+    let mut bytes = if comm.rank() == 0 { std::mem::take(s).into_bytes() } else { vec![0u8; len as usize] };
+    root.broadcast_into(&mut bytes[..]);
+    *s = String::from_utf8(bytes).expect("broadcast of UTF-8 text");
+}
+
+/// Global sum of a value.
+pub fn sum_f64(comm: &Comm, x: f64) -> f64 {
+    let mut out = 0.0;
+    comm.all_reduce_into(&x, &mut out, mpi::collective::SystemOperation::sum());
+    out
+}
+
+/// Global sum of a count.
+pub fn sum_u64(comm: &Comm, x: u64) -> u64 {
+    let mut out = 0u64;
+    comm.all_reduce_into(&x, &mut out, mpi::collective::SystemOperation::sum());
+    out
+}
+
+/// Global maximum of a value.
+pub fn max_f64(comm: &Comm, x: f64) -> f64 {
+    let mut out = 0.0;
+    comm.all_reduce_into(&x, &mut out, mpi::collective::SystemOperation::max());
+    out
+}

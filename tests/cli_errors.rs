@@ -1,0 +1,192 @@
+//! Bad input: exit status 2, one line naming the file and the key, and an
+//! earlier run's output left untouched.
+mod common;
+use std::path::Path;
+use std::process::Command;
+
+const GOOD: &str = r#"
+[simulation]
+solver = "cd"
+t_end = 0.01
+dt = 0.001
+
+[[material]]
+name = "steel"
+density = 7800.0
+
+[[shape]]
+name = "ball"
+kind = "sphere"
+radius = 0.5
+
+[[body]]
+shape = "ball"
+position = [0.0, 0.0, 1.0]
+
+[[body]]
+shape = "ball"
+position = [2.0, 0.0, 1.0]
+
+[output]
+dir = "OUTDIR"
+"#;
+
+/// Writes the config (OUTDIR replaced by an existing run's directory that
+/// holds a marker) and returns (status, stderr).
+fn run_bad(dir: &Path, text: &str, extra: &[&str], np: Option<usize>) -> (Option<i32>, String) {
+    let out = dir.join("previous-run");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("frames.h5"), b"earlier results").unwrap();
+    let text = text.replace("OUTDIR", &out.display().to_string());
+    let cfg = dir.join("scene.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let cfg_s = cfg.display().to_string();
+    let mut args = vec!["run", cfg_s.as_str()];
+    args.extend_from_slice(extra);
+    let o = match np {
+        None => Command::new(common::stiffgrain())
+            .args(&args)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .unwrap(),
+        Some(n) => common::mpirun(n, &common::stiffgrain(), &args),
+    };
+    assert_eq!(std::fs::read(out.join("frames.h5")).unwrap(), b"earlier results", "earlier output was touched");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1, "files were added to the earlier output dir");
+    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn expect_error(text: &str, extra: &[&str], key: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run_bad(dir.path(), text, extra, None);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(code, Some(2), "exit status for key {key}; stderr: {stderr}");
+    assert_eq!(lines.len(), 1, "one line expected, got: {stderr}");
+    assert!(lines[0].contains(key), "line should name `{key}`: {}", lines[0]);
+    if key != "--set" {
+        assert!(lines[0].contains("scene.toml"), "line should name the file: {}", lines[0]);
+    }
+}
+
+#[test]
+fn unknown_key() {
+    expect_error(&GOOD.replace("dt = 0.001", "dt = 0.001\nfoo = 3"), &[], "simulation.foo");
+}
+
+#[test]
+fn wrong_type() {
+    expect_error(&GOOD.replace("dt = 0.001", "dt = \"fast\""), &[], "simulation.dt");
+}
+
+#[test]
+fn negative_dt() {
+    expect_error(&GOOD.replace("dt = 0.001", "dt = -0.001"), &[], "simulation.dt");
+}
+
+#[test]
+fn zero_radius() {
+    expect_error(&GOOD.replace("radius = 0.5", "radius = 0.0"), &[], "shape[0].radius");
+}
+
+#[test]
+fn missing_mesh_file() {
+    let text = format!("{GOOD}\n[[shape]]\nname = \"rock\"\nkind = \"mesh\"\nfile = \"no-such-rock.stl\"\n");
+    expect_error(&text, &[], "shape[1].file");
+}
+
+#[test]
+fn empty_scene() {
+    let text = GOOD.split("[[body]]").next().unwrap().to_string() + "\n[output]\ndir = \"OUTDIR\"\n";
+    expect_error(&text, &[], "body");
+}
+
+#[test]
+fn unknown_solver() {
+    expect_error(&GOOD.replace("solver = \"cd\"", "solver = \"magic\""), &[], "simulation.solver");
+}
+
+#[test]
+fn overlapping_explicit_bodies() {
+    expect_error(&GOOD.replace("[2.0, 0.0, 1.0]", "[0.6, 0.0, 1.0]"), &[], "body[1]");
+}
+
+#[test]
+fn missing_output_parent() {
+    let text = GOOD.replace("dir = \"OUTDIR\"", "dir = \"/no/such/parent/out\"");
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run_bad(dir.path(), &text, &[], None);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.trim().lines().count() == 1 && stderr.contains("output.dir"), "{stderr}");
+}
+
+#[test]
+fn malformed_toml() {
+    expect_error(&GOOD.replace("t_end = 0.01", "t_end = = 0.01"), &[], "line 4");
+}
+
+#[test]
+fn unknown_shape_reference() {
+    expect_error(&GOOD.replacen("shape = \"ball\"", "shape = \"cube\"", 1), &[], "body[0].shape");
+}
+
+#[test]
+fn bad_dimension() {
+    expect_error(&GOOD.replace("solver = \"cd\"", "solver = \"cd\"\ndim = 4"), &[], "simulation.dim");
+}
+
+#[test]
+fn bad_override() {
+    expect_error(GOOD, &["--set", "generate[3].n=2"], "--set");
+    expect_error(GOOD, &["--set", "simulation.dt=-1"], "simulation.dt");
+}
+
+#[test]
+fn missing_config_file() {
+    let o = Command::new(common::stiffgrain())
+        .args(["check", "/no/such/scene.toml"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.trim().lines().count() == 1 && e.contains("/no/such/scene.toml"), "{e}");
+}
+
+#[test]
+fn existing_run_is_not_overwritten() {
+    // A valid config pointing at a directory with an earlier run is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run_bad(dir.path(), GOOD, &[], None);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("output.dir") && stderr.contains("--overwrite"), "{stderr}");
+}
+
+#[test]
+fn errors_agree_across_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run_bad(dir.path(), &GOOD.replace("radius = 0.5", "radius = -1.0"), &[], Some(3));
+    assert_eq!(code, Some(2), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("shape[0].radius")).collect();
+    assert_eq!(lines.len(), 1, "printed once, not once per rank: {stderr}");
+}
+
+#[test]
+fn check_prints_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("ok.toml");
+    std::fs::write(&cfg, GOOD.replace("OUTDIR", &dir.path().join("out").display().to_string())).unwrap();
+    let o = Command::new(common::stiffgrain())
+        .args(["check", cfg.to_str().unwrap()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{s}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.contains("bodies       2"), "{s}");
+    // Two steel balls of radius 0.5: m = 2 · 7800 · 4/3 π 0.125.
+    let mass = 2.0 * 7800.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.125;
+    assert!(s.contains(&format!("{mass:.6e}")), "total mass {mass:.6e} not in: {s}");
+}
