@@ -3,5 +3,6 @@
 //! Dependencies point one way: `config -> scene -> body -> geometry -> contact
 //! -> {cd, compat, dem} -> io`; `parallel` and `petsc` are services.
 pub mod body;
+pub mod io;
 pub mod petsc;
 pub mod scene;
