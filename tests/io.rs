@@ -244,8 +244,13 @@ fn damaged_checkpoints_fail_on_all_ranks() {
     // A file that does not exist.
     let missing = tmp.path().join("missing.h5");
 
+    // An interrupted write: no completion mark.
+    let incomplete = tmp.path().join("incomplete.h5");
+    std::fs::copy(&good, &incomplete).unwrap();
+    hdf5::File::open_rw(&incomplete).unwrap().delete_attr("complete").unwrap();
+
     for np in [1, 2] {
-        for bad in [&trunc, &flipped, &header, &missing] {
+        for bad in [&trunc, &flipped, &header, &missing, &incomplete] {
             let (code, text) = run_bounded(np, &["read", bad.to_str().unwrap(), &N.to_string()], 120);
             let name = bad.file_name().unwrap().to_str().unwrap();
             assert_ne!(code, 0, "np {np}: {name} was accepted:\n{text}");

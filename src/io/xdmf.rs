@@ -6,6 +6,8 @@
 //! `bodies/position`, attributes id, radius, velocity, angular_velocity) and,
 //! when the scene has meshes, `meshes` (one Triangle grid per frame over
 //! `bodies/mesh_vertices` / `bodies/mesh_triangles`, attribute `body`).
+//! 64-bit unsigned datasets are declared `NumberType="Int" Precision="8"`,
+//! the integer type every XDMF reader handles (HDF5 converts on read).
 use super::IoError;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -50,7 +52,7 @@ pub fn xdmf_text(h5_name: &str, frames: &[FrameInfo], has_meshes: bool) -> Strin
         let _ = writeln!(out, "        <Geometry GeometryType=\"XYZ\">");
         item(&mut out, &format!("{n} 3"), "Float", 8, &h5, &format!("{b}/position"));
         let _ = writeln!(out, "        </Geometry>");
-        attribute(&mut out, "id", "Scalar", &n.to_string(), "UInt", 8, &h5, &format!("{b}/id"));
+        attribute(&mut out, "id", "Scalar", &n.to_string(), "Int", 8, &h5, &format!("{b}/id"));
         attribute(&mut out, "radius", "Scalar", &n.to_string(), "Float", 8, &h5, &format!("{b}/radius"));
         attribute(&mut out, "velocity", "Vector", &format!("{n} 3"), "Float", 8, &h5, &format!("{b}/velocity"));
         attribute(&mut out, "angular_velocity", "Vector", &format!("{n} 3"), "Float", 8, &h5, &format!("{b}/angular_velocity"));
@@ -65,12 +67,12 @@ pub fn xdmf_text(h5_name: &str, frames: &[FrameInfo], has_meshes: bool) -> Strin
             let _ = writeln!(out, "      <Grid Name=\"meshes{}\" GridType=\"Uniform\">", f.group.replace('/', "_"));
             let _ = writeln!(out, "        <Time Value=\"{:e}\"/>", f.time);
             let _ = writeln!(out, "        <Topology TopologyType=\"Triangle\" NumberOfElements=\"{nt}\">");
-            item(&mut out, &format!("{nt} 3"), "UInt", 8, &h5, &format!("{b}/mesh_triangles"));
+            item(&mut out, &format!("{nt} 3"), "Int", 8, &h5, &format!("{b}/mesh_triangles"));
             let _ = writeln!(out, "        </Topology>");
             let _ = writeln!(out, "        <Geometry GeometryType=\"XYZ\">");
             item(&mut out, &format!("{nv} 3"), "Float", 8, &h5, &format!("{b}/mesh_vertices"));
             let _ = writeln!(out, "        </Geometry>");
-            attribute(&mut out, "body", "Scalar", &nv.to_string(), "UInt", 8, &h5, &format!("{b}/mesh_body"));
+            attribute(&mut out, "body", "Scalar", &nv.to_string(), "Int", 8, &h5, &format!("{b}/mesh_body"));
             let _ = writeln!(out, "      </Grid>");
         }
         out.push_str("    </Grid>\n");
