@@ -4,10 +4,10 @@
 //! -> {cd, compat, dem} -> io`; `parallel` and `petsc` are services.
 pub mod body;
 pub mod config;
-pub mod petsc;
-pub mod scene;
 pub mod driver;
 pub mod io;
 pub mod logging;
 pub mod parallel;
+pub mod petsc;
+pub mod scene;
 pub mod timers;

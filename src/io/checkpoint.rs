@@ -1,0 +1,621 @@
+//! Output stage: checkpoints `OUT/checkpoint-NNNNNN.h5`, the complete state,
+//! written atomically (collective write of `path.tmp`, close, fsync, rename)
+//! and restartable on any rank count.
+//!
+//! Layout:
+//!
+//! ```text
+//! /            attrs: format = "stiffgrain-checkpoint", version, solver, dim,
+//!              n_ranks, config (TOML text), step u64, time f64, dt f64,
+//!              n_bodies u64, n_history u64, history_len u32,
+//!              then, written last: checksum u64, complete u8 = 1
+//! /shapes/<k>  as in frames.h5
+//! /bodies/     id u64, shape u32, material u32, fixed u8, dof_mask u8,
+//!              position N×3, orientation N×4 (w,x,y,z), velocity N×3,
+//!              angular_velocity N×3, mass N, inertia N×9 (body frame, row-major)
+//! /history/    body_a u64, body_b u64, sub_a u32, sub_b u32,
+//!              values Nh×HISTORY_LEN f64   (sorted by (body_a, body_b, sub_a, sub_b))
+//! ```
+//!
+//! `checksum` is a wrapping sum of a 64-bit mix of (dataset, element index,
+//! element bits) over every element, plus a hash of the attributes and shapes:
+//! it does not depend on how the rows were split among ranks, so it is checked
+//! on read at any rank count. A file without `complete` was interrupted.
+use super::frames::{put, read_str_attr, scalar_attr, str_attr, write_shapes};
+use super::redistribute::{redistribute_sorted, FlatRecords, Redistributed};
+use super::{agree, H5Context, IoError};
+use crate::body::{Bodies, Body, Shape, TriMesh};
+use crate::scene::Scene;
+use mpi::collective::SystemOperation;
+use mpi::traits::*;
+use nalgebra::{Matrix3, Quaternion, UnitQuaternion, Vector3};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Number of history values kept per contact (e.g. tangential gap xyz + a force).
+pub const HISTORY_LEN: usize = 4;
+
+/// Identifies a contact across steps: the two bodies and their sub-regions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ContactKey {
+    pub body_a: u64,
+    pub body_b: u64,
+    pub sub_a: u32,
+    pub sub_b: u32,
+}
+
+/// Per-contact history (the solver decides what the values mean).
+pub type ContactHistory = Vec<(ContactKey, [f64; HISTORY_LEN])>;
+
+/// Solver state beyond the bodies that a checkpoint keeps.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CheckpointExtra {
+    /// This rank's owned contacts' history (each contact on exactly one rank).
+    pub history: ContactHistory,
+}
+
+/// A checkpoint as read by one rank: global scalars, and this rank's
+/// contiguous slab of the bodies and of the contact history (sorted). The
+/// caller migrates bodies to their owners afterwards.
+#[derive(Clone, Debug)]
+pub struct Checkpoint {
+    pub path: PathBuf,
+    pub step: u64,
+    pub time: f64,
+    pub dt: f64,
+    /// Crate version that wrote the file.
+    pub version: String,
+    pub solver: String,
+    pub dim: u8,
+    /// Resolved configuration (TOML text) of the run.
+    pub config_text: String,
+    pub shapes: Vec<Shape>,
+    pub shape_names: Vec<String>,
+    /// This rank's slab of bodies, sorted by id.
+    pub bodies: Bodies,
+    /// Global index of `bodies[0]`.
+    pub body_offset: u64,
+    /// Bodies in the file.
+    pub n_bodies: u64,
+    /// This rank's slab of the contact history, sorted by key.
+    pub history: ContactHistory,
+    /// Global index of `history[0]`.
+    pub history_offset: u64,
+    /// History entries in the file.
+    pub n_history: u64,
+}
+
+/// `dir/checkpoint-NNNNNN.h5` (at least six digits).
+pub fn checkpoint_path(dir: &Path, step: u64) -> PathBuf {
+    dir.join(format!("checkpoint-{step:06}.h5"))
+}
+
+/// The checkpoints in `dir` (names `checkpoint-<digits>.h5`), by ascending step.
+pub fn list_checkpoints(dir: &Path) -> Result<Vec<(u64, PathBuf)>, IoError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| IoError::fs(dir, "list the directory", e))?;
+    let mut out = Vec::new();
+    for e in rd {
+        let e = e.map_err(|e| IoError::fs(dir, "list the directory", e))?;
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(num) = name.strip_prefix("checkpoint-").and_then(|s| s.strip_suffix(".h5")) else { continue };
+        if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(step) = num.parse::<u64>() {
+            out.push((step, e.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Removes all but the `keep` newest checkpoints in `dir` (by step); returns
+/// the removed paths. Call on rank 0 only. Temp files are left alone.
+pub fn prune_checkpoints(dir: &Path, keep: usize) -> Result<Vec<PathBuf>, IoError> {
+    let all = list_checkpoints(dir)?;
+    let n_remove = all.len().saturating_sub(keep);
+    let mut removed = Vec::new();
+    for (_, p) in all.into_iter().take(n_remove) {
+        std::fs::remove_file(&p).map_err(|e| IoError::fs(&p, "remove an old checkpoint", e))?;
+        removed.push(p);
+    }
+    Ok(removed)
+}
+
+// ---------------------------------------------------------------------------
+// Checksum
+
+fn mix(mut z: u64) -> u64 {
+    // splitmix64 finaliser
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn name_salt(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Order-independent checksum of elements `first..first + bits.len()` of a
+/// dataset: sums combine across slabs.
+fn sum_elems(name: &str, first: u64, bits: impl Iterator<Item = u64>) -> u64 {
+    let salt = name_salt(name);
+    bits.enumerate().fold(0u64, |acc, (i, b)| acc.wrapping_add(mix(b ^ mix(salt ^ mix(first + i as u64)))))
+}
+
+fn hash_bytes(h: u64, bytes: &[u8]) -> u64 {
+    let mut h = mix(h ^ bytes.len() as u64);
+    for c in bytes.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        h = mix(h ^ u64::from_le_bytes(w));
+    }
+    h
+}
+
+struct Scalars<'a> {
+    version: &'a str,
+    solver: &'a str,
+    dim: u8,
+    config: &'a str,
+    step: u64,
+    time: f64,
+    dt: f64,
+    n_bodies: u64,
+    n_history: u64,
+    shapes: &'a [Shape],
+    shape_names: &'a [String],
+}
+
+fn scalars_hash(s: &Scalars) -> u64 {
+    let mut h = 0x5354_4946_4647_5241u64;
+    for t in [s.version, s.solver, s.config] {
+        h = hash_bytes(h, t.as_bytes());
+    }
+    for v in [s.dim as u64, s.step, s.time.to_bits(), s.dt.to_bits(), s.n_bodies, s.n_history, HISTORY_LEN as u64] {
+        h = mix(h ^ v);
+    }
+    for (k, shape) in s.shapes.iter().enumerate() {
+        h = hash_bytes(h, s.shape_names.get(k).map(|x| x.as_bytes()).unwrap_or(b""));
+        match shape {
+            Shape::Sphere { radius } => h = mix(h ^ mix(0) ^ radius.to_bits()),
+            Shape::Mesh(m) => {
+                h = mix(h ^ mix(1) ^ m.vertices.len() as u64 ^ ((m.triangles.len() as u64) << 32));
+                for v in &m.vertices {
+                    for x in v.iter() {
+                        h = mix(h ^ x.to_bits());
+                    }
+                }
+                for t in &m.triangles {
+                    h = mix(h ^ t[0] as u64 ^ ((t[1] as u64) << 21) ^ ((t[2] as u64) << 42));
+                }
+            }
+        }
+    }
+    h
+}
+
+// ---------------------------------------------------------------------------
+// Write
+
+/// Flat record widths: bodies u = [id, shape, material, fixed, dof_mask],
+/// f = pos 3, quat 4, v 3, w 3, mass 1, inertia 9.
+const BODY_NU: usize = 5;
+const BODY_NF: usize = 23;
+
+/// Collective: writes the complete state to `path` atomically.
+///
+/// Bodies are the first `n_owned` of `bodies` on each rank (ghosts after them
+/// are ignored); `extra.history` holds this rank's owned contacts only. The
+/// shapes, config text, solver and dim come from `scene`. The file is written
+/// as `path.tmp` with MPI-IO, closed, fsynced and renamed by rank 0 (the
+/// directory is fsynced too). Call [`prune_checkpoints`] on rank 0 afterwards
+/// to keep the last few.
+#[allow(clippy::too_many_arguments)]
+pub fn write_checkpoint<C: Communicator>(
+    comm: &C,
+    path: &Path,
+    step: u64,
+    time: f64,
+    dt: f64,
+    scene: &Scene,
+    bodies: &Bodies,
+    n_owned: usize,
+    extra: &CheckpointExtra,
+) -> Result<(), IoError> {
+    let check = if n_owned > bodies.len() {
+        Err(IoError::Invalid { path: path.to_path_buf(), what: format!("n_owned = {n_owned} but only {} bodies", bodies.len()) })
+    } else {
+        Ok(())
+    };
+    agree(comm, check)?;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let r = if comm.rank() == 0 {
+        match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => {
+                std::fs::create_dir_all(d).map_err(|e| IoError::fs(d, "create the checkpoint directory", e))
+            }
+            _ => Ok(()),
+        }
+    } else {
+        Ok(())
+    };
+    agree(comm, r)?;
+
+    let mut recs = FlatRecords::new(BODY_NU, BODY_NF);
+    for i in 0..n_owned {
+        let q = bodies.orientation[i].quaternion();
+        let (p, v, w, m) = (bodies.position[i], bodies.velocity[i], bodies.angular_velocity[i], bodies.inertia[i]);
+        let mut f = vec![p.x, p.y, p.z, q.w, q.i, q.j, q.k, v.x, v.y, v.z, w.x, w.y, w.z, bodies.mass[i]];
+        for r in 0..3 {
+            for c in 0..3 {
+                f.push(m[(r, c)]);
+            }
+        }
+        let u = [bodies.id[i], bodies.shape[i] as u64, bodies.material[i] as u64, bodies.fixed[i] as u64, bodies.dof_mask[i] as u64];
+        recs.push(bodies.id[i], &u, &f);
+    }
+    let b = redistribute_sorted(comm, recs);
+    let mut hrecs = FlatRecords::new(4, HISTORY_LEN);
+    for (k, vals) in &extra.history {
+        hrecs.push(k.body_a, &[k.body_a, k.body_b, k.sub_a as u64, k.sub_b as u64], vals);
+    }
+    let h = redistribute_sorted(comm, hrecs);
+
+    let file = hdf5::File::with_options().with_fapl(|p| p.mpio(comm.as_raw(), None)).create(&tmp).ctx(&tmp, "creating the checkpoint (MPI-IO)");
+    let file = agree(comm, file)?;
+    let r = write_contents(comm, &file, &tmp, step, time, dt, scene, &b, &h);
+    let r = agree(comm, r);
+    let closed = agree(comm, file.close().ctx(&tmp, "closing the checkpoint"));
+    r?;
+    closed?;
+
+    let r = if comm.rank() == 0 { publish(&tmp, path) } else { Ok(()) };
+    agree(comm, r)
+}
+
+/// fsync `tmp`, rename it to `path`, fsync the directory.
+fn publish(tmp: &Path, path: &Path) -> Result<(), IoError> {
+    std::fs::File::open(tmp).and_then(|f| f.sync_all()).map_err(|e| IoError::fs(tmp, "fsync the checkpoint", e))?;
+    std::fs::rename(tmp, path).map_err(|e| IoError::fs(path, "rename the checkpoint into place", e))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(dir).and_then(|f| f.sync_all()).map_err(|e| IoError::fs(dir, "fsync the directory", e))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_contents<C: Communicator>(
+    comm: &C,
+    file: &hdf5::File,
+    p: &Path,
+    step: u64,
+    time: f64,
+    dt: f64,
+    scene: &Scene,
+    b: &Redistributed,
+    h: &Redistributed,
+) -> Result<(), IoError> {
+    let e = |what: &'static str| move |err: hdf5::Error| IoError::hdf5(p, what, err);
+    let sc = Scalars {
+        version: env!("CARGO_PKG_VERSION"),
+        solver: scene.simulation.solver.name(),
+        dim: scene.simulation.dim,
+        config: &scene.config_text,
+        step,
+        time,
+        dt,
+        n_bodies: b.total,
+        n_history: h.total,
+        shapes: &scene.shapes,
+        shape_names: &scene.shape_names,
+    };
+    let mut local_sum = 0u64;
+    (|| -> hdf5::Result<()> {
+        str_attr(file, "format", "stiffgrain-checkpoint")?;
+        str_attr(file, "version", sc.version)?;
+        str_attr(file, "solver", sc.solver)?;
+        scalar_attr(file, "dim", &sc.dim)?;
+        scalar_attr(file, "n_ranks", &(comm.size() as u32))?;
+        str_attr(file, "config", sc.config)?;
+        scalar_attr(file, "step", &step)?;
+        scalar_attr(file, "time", &time)?;
+        scalar_attr(file, "dt", &dt)?;
+        scalar_attr(file, "n_bodies", &b.total)?;
+        scalar_attr(file, "n_history", &h.total)?;
+        scalar_attr(file, "history_len", &(HISTORY_LEN as u32))
+    })()
+    .map_err(e("writing the attributes"))?;
+    write_shapes(comm, file, &scene.shapes, &scene.shape_names).map_err(e("writing /shapes"))?;
+
+    let bg = file.create_group("bodies").map_err(e("creating /bodies"))?;
+    let rb = &b.records;
+    let (off, tot) = (b.offset, b.total);
+    let ucol = |k: usize| -> Vec<u64> { (0..rb.len()).map(|i| rb.u_row(i)[k]).collect() };
+    let fcols = |a: usize, m: usize| -> Vec<f64> { (0..rb.len()).flat_map(|i| rb.f_row(i)[a..a + m].to_vec()).collect() };
+    let mut wu = |name: &str, v: Vec<u64>, as_: u8| -> hdf5::Result<()> {
+        local_sum = local_sum.wrapping_add(sum_elems(&format!("bodies/{name}"), off, v.iter().copied()));
+        match as_ {
+            64 => put(&bg, name, tot, 1, off, &v),
+            32 => put(&bg, name, tot, 1, off, &v.iter().map(|&x| x as u32).collect::<Vec<_>>()),
+            _ => put(&bg, name, tot, 1, off, &v.iter().map(|&x| x as u8).collect::<Vec<_>>()),
+        }
+    };
+    (|| -> hdf5::Result<()> {
+        wu("id", ucol(0), 64)?;
+        wu("shape", ucol(1), 32)?;
+        wu("material", ucol(2), 32)?;
+        wu("fixed", ucol(3), 8)?;
+        wu("dof_mask", ucol(4), 8)
+    })()
+    .map_err(e("writing /bodies"))?;
+    let mut wf = |name: &str, a: usize, m: usize| -> hdf5::Result<()> {
+        let v = fcols(a, m);
+        local_sum = local_sum.wrapping_add(sum_elems(&format!("bodies/{name}"), off * m as u64, v.iter().map(|x| x.to_bits())));
+        put(&bg, name, tot, m, off, &v)
+    };
+    (|| -> hdf5::Result<()> {
+        wf("position", 0, 3)?;
+        wf("orientation", 3, 4)?;
+        wf("velocity", 7, 3)?;
+        wf("angular_velocity", 10, 3)?;
+        wf("mass", 13, 1)?;
+        wf("inertia", 14, 9)
+    })()
+    .map_err(e("writing /bodies"))?;
+
+    let hg = file.create_group("history").map_err(e("creating /history"))?;
+    let rh = &h.records;
+    let (off, tot) = (h.offset, h.total);
+    let ucol = |k: usize| -> Vec<u64> { (0..rh.len()).map(|i| rh.u_row(i)[k]).collect() };
+    (|| -> hdf5::Result<()> {
+        for (k, name) in ["body_a", "body_b", "sub_a", "sub_b"].iter().enumerate() {
+            let v = ucol(k);
+            local_sum = local_sum.wrapping_add(sum_elems(&format!("history/{name}"), off, v.iter().copied()));
+            if k < 2 {
+                put(&hg, name, tot, 1, off, &v)?;
+            } else {
+                put(&hg, name, tot, 1, off, &v.iter().map(|&x| x as u32).collect::<Vec<_>>())?;
+            }
+        }
+        local_sum = local_sum.wrapping_add(sum_elems("history/values", off * HISTORY_LEN as u64, rh.f.iter().map(|x| x.to_bits())));
+        put(&hg, "values", tot, HISTORY_LEN, off, &rh.f)
+    })()
+    .map_err(e("writing /history"))?;
+
+    let mut total_sum = 0u64;
+    comm.all_reduce_into(&local_sum, &mut total_sum, SystemOperation::sum());
+    let checksum = total_sum.wrapping_add(scalars_hash(&sc));
+    (|| -> hdf5::Result<()> {
+        file.flush()?;
+        scalar_attr(file, "checksum", &checksum)?;
+        scalar_attr(file, "complete", &1u8)?;
+        file.flush()
+    })()
+    .map_err(e("finishing the checkpoint"))
+}
+
+// ---------------------------------------------------------------------------
+// Read
+
+/// Collective: reads the checkpoint at `path` on any number of ranks. Rank r
+/// of P gets bodies `[r·N/P, (r+1)·N/P)` (sorted by id) and the same share of
+/// the contact history. A missing, truncated, incomplete or corrupt file gives
+/// the same kind of error on every rank (never a panic or a hang).
+///
+/// Each rank opens the file read-only with the serial driver and reads its
+/// own slab, so no HDF5 call is collective; the ranks then agree on errors
+/// and on the checksum.
+pub fn read_checkpoint<C: Communicator>(comm: &C, path: &Path) -> Result<Checkpoint, IoError> {
+    let local = read_local(path, comm.rank() as u64, comm.size() as u64);
+    let (ck, local_sum, stored) = agree(comm, local)?;
+    let mut total = 0u64;
+    comm.all_reduce_into(&local_sum, &mut total, SystemOperation::sum());
+    let sc = Scalars {
+        version: &ck.version,
+        solver: &ck.solver,
+        dim: ck.dim,
+        config: &ck.config_text,
+        step: ck.step,
+        time: ck.time,
+        dt: ck.dt,
+        n_bodies: ck.n_bodies,
+        n_history: ck.n_history,
+        shapes: &ck.shapes,
+        shape_names: &ck.shape_names,
+    };
+    let computed = total.wrapping_add(scalars_hash(&sc));
+    if computed != stored {
+        return Err(IoError::corrupt(path, format!("checksum mismatch (stored {stored:#018x}, computed {computed:#018x})")));
+    }
+    Ok(ck)
+}
+
+fn slab(n: u64, rank: u64, size: u64) -> (u64, u64) {
+    let a = (n as u128 * rank as u128 / size as u128) as u64;
+    let b = (n as u128 * (rank + 1) as u128 / size as u128) as u64;
+    (a, b)
+}
+
+/// Reads rows `a..b` of a 1-D or 2-D dataset, checking its shape.
+fn rows<T: hdf5::H5Type + Copy>(g: &hdf5::Group, name: &str, n: u64, cols: usize, a: u64, b: u64) -> Result<Vec<T>, String> {
+    let ds = g.dataset(name).map_err(|e| format!("dataset {name}: {e}"))?;
+    let shape = ds.shape();
+    let want: Vec<usize> = if cols == 1 { vec![n as usize] } else { vec![n as usize, cols] };
+    if shape != want {
+        return Err(format!("dataset {name} has shape {shape:?}, expected {want:?}"));
+    }
+    if a == b {
+        return Ok(Vec::new());
+    }
+    let (a, b) = (a as usize, b as usize);
+    let v: Vec<T> = if cols == 1 {
+        ds.read_slice_1d::<T, _>(a..b).map_err(|e| format!("reading {name}: {e}"))?.iter().copied().collect()
+    } else {
+        ds.read_slice_2d::<T, _>((a..b, ..)).map_err(|e| format!("reading {name}: {e}"))?.iter().copied().collect()
+    };
+    Ok(v)
+}
+
+fn read_local(path: &Path, rank: u64, size: u64) -> Result<(Checkpoint, u64, u64), IoError> {
+    if let Err(e) = std::fs::metadata(path) {
+        return Err(IoError::fs(path, "open the checkpoint", e));
+    }
+    let file = hdf5::File::open(path).map_err(|e| IoError::hdf5(path, "opening the checkpoint", e))?;
+    let c = |s: String| IoError::corrupt(path, s);
+    let attr_err = |name: &'static str| move |e: hdf5::Error| IoError::corrupt(path, format!("attribute {name}: {e}"));
+    let complete: u8 = file.attr("complete").and_then(|a| a.read_scalar()).map_err(|_| {
+        IoError::corrupt(path, "no completion mark (the write was interrupted or the file is damaged)")
+    })?;
+    if complete != 1 {
+        return Err(c(format!("completion mark is {complete}, expected 1")));
+    }
+    let format = read_str_attr(&file, "format").map_err(attr_err("format"))?;
+    if format != "stiffgrain-checkpoint" {
+        return Err(c(format!("not a stiffgrain checkpoint (format = {format:?})")));
+    }
+    let stored: u64 = file.attr("checksum").and_then(|a| a.read_scalar()).map_err(attr_err("checksum"))?;
+    let history_len: u32 = file.attr("history_len").and_then(|a| a.read_scalar()).map_err(attr_err("history_len"))?;
+    if history_len as usize != HISTORY_LEN {
+        return Err(c(format!("history_len = {history_len}, this build uses {HISTORY_LEN}")));
+    }
+    let step: u64 = file.attr("step").and_then(|a| a.read_scalar()).map_err(attr_err("step"))?;
+    let time: f64 = file.attr("time").and_then(|a| a.read_scalar()).map_err(attr_err("time"))?;
+    let dt: f64 = file.attr("dt").and_then(|a| a.read_scalar()).map_err(attr_err("dt"))?;
+    let dim: u8 = file.attr("dim").and_then(|a| a.read_scalar()).map_err(attr_err("dim"))?;
+    let n_bodies: u64 = file.attr("n_bodies").and_then(|a| a.read_scalar()).map_err(attr_err("n_bodies"))?;
+    let n_history: u64 = file.attr("n_history").and_then(|a| a.read_scalar()).map_err(attr_err("n_history"))?;
+    let version = read_str_attr(&file, "version").map_err(attr_err("version"))?;
+    let solver = read_str_attr(&file, "solver").map_err(attr_err("solver"))?;
+    let config_text = read_str_attr(&file, "config").map_err(attr_err("config"))?;
+    let (shapes, shape_names) = read_shapes(&file).map_err(c)?;
+
+    let (a, b) = slab(n_bodies, rank, size);
+    let bg = file.group("bodies").map_err(|e| c(format!("group /bodies: {e}")))?;
+    let mut sum = 0u64;
+    let mut ru = |name: &str, bits: u8| -> Result<Vec<u64>, IoError> {
+        let v: Vec<u64> = match bits {
+            64 => rows::<u64>(&bg, name, n_bodies, 1, a, b).map_err(c)?,
+            32 => rows::<u32>(&bg, name, n_bodies, 1, a, b).map_err(c)?.into_iter().map(u64::from).collect(),
+            _ => rows::<u8>(&bg, name, n_bodies, 1, a, b).map_err(c)?.into_iter().map(u64::from).collect(),
+        };
+        sum = sum.wrapping_add(sum_elems(&format!("bodies/{name}"), a, v.iter().copied()));
+        Ok(v)
+    };
+    let id = ru("id", 64)?;
+    let shape = ru("shape", 32)?;
+    let material = ru("material", 32)?;
+    let fixed = ru("fixed", 8)?;
+    let dof_mask = ru("dof_mask", 8)?;
+    let mut rf = |name: &str, m: usize| -> Result<Vec<f64>, IoError> {
+        let v = rows::<f64>(&bg, name, n_bodies, m, a, b).map_err(c)?;
+        sum = sum.wrapping_add(sum_elems(&format!("bodies/{name}"), a * m as u64, v.iter().map(|x| x.to_bits())));
+        Ok(v)
+    };
+    let pos = rf("position", 3)?;
+    let ori = rf("orientation", 4)?;
+    let vel = rf("velocity", 3)?;
+    let ang = rf("angular_velocity", 3)?;
+    let mass = rf("mass", 1)?;
+    let inertia = rf("inertia", 9)?;
+
+    let mut bodies = Bodies::new();
+    for i in 0..(b - a) as usize {
+        let v3 = |x: &[f64]| Vector3::new(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+        let q = &ori[4 * i..4 * i + 4];
+        bodies.push(Body {
+            id: id[i],
+            shape: shape[i] as u32,
+            material: material[i] as u32,
+            position: v3(&pos),
+            orientation: UnitQuaternion::new_unchecked(Quaternion::new(q[0], q[1], q[2], q[3])),
+            velocity: v3(&vel),
+            angular_velocity: v3(&ang),
+            mass: mass[i],
+            inertia: Matrix3::from_row_slice(&inertia[9 * i..9 * i + 9]),
+            fixed: fixed[i] != 0,
+            dof_mask: dof_mask[i] as u8,
+        });
+    }
+
+    let (ha, hb) = slab(n_history, rank, size);
+    let hg = file.group("history").map_err(|e| c(format!("group /history: {e}")))?;
+    let mut keys: Vec<Vec<u64>> = Vec::new();
+    for (k, name) in ["body_a", "body_b", "sub_a", "sub_b"].iter().enumerate() {
+        let v: Vec<u64> = if k < 2 {
+            rows::<u64>(&hg, name, n_history, 1, ha, hb).map_err(c)?
+        } else {
+            rows::<u32>(&hg, name, n_history, 1, ha, hb).map_err(c)?.into_iter().map(u64::from).collect()
+        };
+        sum = sum.wrapping_add(sum_elems(&format!("history/{name}"), ha, v.iter().copied()));
+        keys.push(v);
+    }
+    let values = rows::<f64>(&hg, "values", n_history, HISTORY_LEN, ha, hb).map_err(c)?;
+    sum = sum.wrapping_add(sum_elems("history/values", ha * HISTORY_LEN as u64, values.iter().map(|x| x.to_bits())));
+    let history = (0..(hb - ha) as usize)
+        .map(|i| {
+            let key = ContactKey { body_a: keys[0][i], body_b: keys[1][i], sub_a: keys[2][i] as u32, sub_b: keys[3][i] as u32 };
+            let mut v = [0.0; HISTORY_LEN];
+            v.copy_from_slice(&values[HISTORY_LEN * i..HISTORY_LEN * (i + 1)]);
+            (key, v)
+        })
+        .collect();
+
+    let ck = Checkpoint {
+        path: path.to_path_buf(),
+        step,
+        time,
+        dt,
+        version,
+        solver,
+        dim,
+        config_text,
+        shapes,
+        shape_names,
+        bodies,
+        body_offset: a,
+        n_bodies,
+        history,
+        history_offset: ha,
+        n_history,
+    };
+    Ok((ck, sum, stored))
+}
+
+/// Reads `/shapes/0..` in index order.
+fn read_shapes(file: &hdf5::File) -> Result<(Vec<Shape>, Vec<String>), String> {
+    let sg = file.group("shapes").map_err(|e| format!("group /shapes: {e}"))?;
+    let n = sg.len() as usize;
+    let (mut shapes, mut names) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for k in 0..n {
+        let g = sg.group(&k.to_string()).map_err(|e| format!("shape {k}: {e}"))?;
+        names.push(read_str_attr(&g, "name").map_err(|e| format!("shape {k} name: {e}"))?);
+        let kind = read_str_attr(&g, "kind").map_err(|e| format!("shape {k} kind: {e}"))?;
+        match kind.as_str() {
+            "sphere" => {
+                let radius: f64 = g.attr("radius").and_then(|a| a.read_scalar()).map_err(|e| format!("shape {k} radius: {e}"))?;
+                shapes.push(Shape::Sphere { radius });
+            }
+            "mesh" => {
+                let vd = g.dataset("vertices").map_err(|e| format!("shape {k} vertices: {e}"))?;
+                let td = g.dataset("triangles").map_err(|e| format!("shape {k} triangles: {e}"))?;
+                let (nv, nt) = (vd.shape().first().copied().unwrap_or(0), td.shape().first().copied().unwrap_or(0));
+                let v: Vec<f64> = rows(&g, "vertices", nv as u64, 3, 0, nv as u64)?;
+                let t: Vec<u32> = rows(&g, "triangles", nt as u64, 3, 0, nt as u64)?;
+                if t.iter().any(|&i| i as usize >= nv) {
+                    return Err(format!("shape {k}: triangle index out of range"));
+                }
+                let vertices = v.chunks(3).map(|c| Vector3::new(c[0], c[1], c[2])).collect();
+                let triangles = t.chunks(3).map(|c| [c[0], c[1], c[2]]).collect();
+                shapes.push(Shape::Mesh(Arc::new(TriMesh { vertices, triangles })));
+            }
+            other => return Err(format!("shape {k} has unknown kind {other:?}")),
+        }
+    }
+    Ok((shapes, names))
+}

@@ -1,0 +1,419 @@
+//! Output stage: `OUT/frames.h5`, one group per frame with bodies sorted by id
+//! and contacts sorted by `(body_a, body_b, sub_a, sub_b)`, written with
+//! collective MPI-IO; `OUT/frames.xdmf` is rewritten beside it after each frame.
+//!
+//! Layout (DESIGN.md "Files a run writes"), plus the extra datasets marked (+):
+//!
+//! ```text
+//! /meta                attrs: version, solver, dim, n_ranks, config (TOML text)
+//! /shapes/<k>          attrs: kind ("sphere" | "mesh"), name;
+//!                      sphere: attr radius f64; mesh: vertices V×3 f64, triangles T×3 u32
+//! /frames/<step>       attrs: time, step, dt   (<step> zero-padded to 9 digits)
+//!   bodies/  id u64, shape u32, fixed u8, position N×3, orientation N×4 (w,x,y,z),
+//!            velocity N×3, angular_velocity N×3,
+//!            (+) radius N f64: sphere radius, or bounding radius of a mesh,
+//!            (+) mesh_vertices Mv×3 f64: world-frame vertices of every mesh body,
+//!                concatenated in id order (only when the scene has meshes),
+//!            (+) mesh_triangles Mt×3 u64: triangles indexing mesh_vertices,
+//!            (+) mesh_body Mv u64: id of the body each mesh vertex belongs to
+//!  contacts/ body_a u64, body_b u64, point Nc×3, normal Nc×3 (from a to b),
+//!            gap Nc, force_normal Nc, force_tangent Nc×3,
+//!            (+) sub_a u32, sub_b u32: sub-region ids (face/edge/vertex) on a and b
+//! ```
+use super::h5raw::write_rows_collective;
+use super::redistribute::{redistribute_sorted, FlatRecords};
+use super::xdmf::{write_xdmf, FrameInfo};
+use super::{agree, H5Context, IoError};
+use crate::body::{Bodies, Shape};
+use crate::scene::Scene;
+use hdf5::types::VarLenUnicode;
+use hdf5::H5Type;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use nalgebra::{Quaternion, UnitQuaternion, Vector3};
+use std::path::{Path, PathBuf};
+
+/// One contact as plain values (what the contact stage hands to output).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContactRecord {
+    pub body_a: u64,
+    pub body_b: u64,
+    /// Sub-region (face/edge/vertex) id on body a.
+    pub sub_a: u32,
+    /// Sub-region id on body b.
+    pub sub_b: u32,
+    pub point: Vector3<f64>,
+    /// Unit normal from a to b.
+    pub normal: Vector3<f64>,
+    pub gap: f64,
+    pub force_normal: f64,
+    pub force_tangent: Vector3<f64>,
+}
+
+/// Contacts owned by this rank, as struct-of-arrays. Pass only owned contacts
+/// (a contact is owned by the rank owning its smaller body id), so that each
+/// contact is written once.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ContactRecords {
+    pub body_a: Vec<u64>,
+    pub body_b: Vec<u64>,
+    pub sub_a: Vec<u32>,
+    pub sub_b: Vec<u32>,
+    pub point: Vec<Vector3<f64>>,
+    pub normal: Vec<Vector3<f64>>,
+    pub gap: Vec<f64>,
+    pub force_normal: Vec<f64>,
+    pub force_tangent: Vec<Vector3<f64>>,
+}
+
+impl ContactRecords {
+    /// No contacts.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of contacts.
+    pub fn len(&self) -> usize {
+        self.body_a.len()
+    }
+
+    /// True when there are no contacts.
+    pub fn is_empty(&self) -> bool {
+        self.body_a.is_empty()
+    }
+
+    /// Appends one contact.
+    pub fn push(&mut self, c: ContactRecord) {
+        self.body_a.push(c.body_a);
+        self.body_b.push(c.body_b);
+        self.sub_a.push(c.sub_a);
+        self.sub_b.push(c.sub_b);
+        self.point.push(c.point);
+        self.normal.push(c.normal);
+        self.gap.push(c.gap);
+        self.force_normal.push(c.force_normal);
+        self.force_tangent.push(c.force_tangent);
+    }
+
+    /// Contact `i` as plain values.
+    pub fn get(&self, i: usize) -> ContactRecord {
+        ContactRecord {
+            body_a: self.body_a[i],
+            body_b: self.body_b[i],
+            sub_a: self.sub_a[i],
+            sub_b: self.sub_b[i],
+            point: self.point[i],
+            normal: self.normal[i],
+            gap: self.gap[i],
+            force_normal: self.force_normal[i],
+            force_tangent: self.force_tangent[i],
+        }
+    }
+
+    /// Removes all contacts, keeping the allocations.
+    pub fn clear(&mut self) {
+        self.body_a.clear();
+        self.body_b.clear();
+        self.sub_a.clear();
+        self.sub_b.clear();
+        self.point.clear();
+        self.normal.clear();
+        self.gap.clear();
+        self.force_normal.clear();
+        self.force_tangent.clear();
+    }
+}
+
+/// Name of the group of frame `step` under `/frames`: zero-padded so that
+/// lexical order is time order.
+pub fn frame_name(step: u64) -> String {
+    format!("{step:09}")
+}
+
+/// Writes `OUT/frames.h5` (and `OUT/frames.xdmf`) frame by frame. Every method
+/// is collective over the communicator given to [`FrameWriter::create`].
+pub struct FrameWriter {
+    comm: SimpleCommunicator,
+    path: PathBuf,
+    xdmf_path: PathBuf,
+    file: hdf5::File,
+    shapes: Vec<Shape>,
+    has_meshes: bool,
+    frames: Vec<FrameInfo>,
+}
+
+impl FrameWriter {
+    /// Collective: creates (or truncates) `dir/frames.h5` with `/meta` and
+    /// `/shapes`, and an empty `dir/frames.xdmf`. `dir` is created if missing;
+    /// nothing else in it is touched.
+    pub fn create<C: Communicator>(comm: &C, dir: &Path, scene: &Scene) -> Result<FrameWriter, IoError> {
+        let comm = comm.duplicate();
+        let path = dir.join("frames.h5");
+        let xdmf_path = dir.join("frames.xdmf");
+        let r = if comm.rank() == 0 {
+            std::fs::create_dir_all(dir).map_err(|e| IoError::fs(dir, "create the output directory", e))
+        } else {
+            Ok(())
+        };
+        agree(&comm, r)?;
+        let file = hdf5::File::with_options()
+            .with_fapl(|p| p.mpio(comm.as_raw(), None))
+            .create(&path)
+            .ctx(&path, "creating the file (MPI-IO)");
+        let file = agree(&comm, file)?;
+        let has_meshes = scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_)));
+        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, frames: Vec::new() };
+        let r = w.write_header(scene);
+        agree(&w.comm, r)?;
+        let r = w.update_xdmf();
+        agree(&w.comm, r)?;
+        Ok(w)
+    }
+
+    /// Path of the HDF5 file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write_header(&self, scene: &Scene) -> Result<(), IoError> {
+        let p = &self.path;
+        let meta = self.file.create_group("meta").ctx(p, "creating /meta")?;
+        str_attr(&meta, "version", env!("CARGO_PKG_VERSION")).ctx(p, "writing /meta version")?;
+        str_attr(&meta, "solver", scene.simulation.solver.name()).ctx(p, "writing /meta solver")?;
+        scalar_attr(&meta, "dim", &scene.simulation.dim).ctx(p, "writing /meta dim")?;
+        scalar_attr(&meta, "n_ranks", &(self.comm.size() as u32)).ctx(p, "writing /meta n_ranks")?;
+        str_attr(&meta, "config", &scene.config_text).ctx(p, "writing /meta config")?;
+        write_shapes(&self.comm, &self.file, &scene.shapes, &scene.shape_names).ctx(p, "writing /shapes")?;
+        self.file.create_group("frames").ctx(p, "creating /frames")?;
+        self.file.flush().ctx(p, "flushing")?;
+        Ok(())
+    }
+
+    /// Collective: writes frame `step` from the first `n_owned` entries of
+    /// `bodies` on each rank (entries after them are ghosts and are ignored)
+    /// and this rank's owned `contacts`, flushes the file and rewrites the XDMF.
+    pub fn write_frame(
+        &mut self,
+        step: u64,
+        time: f64,
+        dt: f64,
+        bodies: &Bodies,
+        n_owned: usize,
+        contacts: &ContactRecords,
+    ) -> Result<(), IoError> {
+        let r = self.check_input(bodies, n_owned);
+        agree(&self.comm, r)?;
+
+        // Bodies: key id; u = [id, shape, fixed]; f = pos, quat (w,x,y,z), v, w.
+        let mut recs = FlatRecords::new(3, 13);
+        for i in 0..n_owned {
+            let q = bodies.orientation[i].quaternion();
+            let (p, v, w) = (bodies.position[i], bodies.velocity[i], bodies.angular_velocity[i]);
+            let f = [p.x, p.y, p.z, q.w, q.i, q.j, q.k, v.x, v.y, v.z, w.x, w.y, w.z];
+            recs.push(bodies.id[i], &[bodies.id[i], bodies.shape[i] as u64, bodies.fixed[i] as u64], &f);
+        }
+        let b = redistribute_sorted(&self.comm, recs);
+        // Contacts: key body_a; u = [a, b, sub_a, sub_b]; f = point, normal, gap, fn, ft.
+        let mut crecs = FlatRecords::new(4, 11);
+        for i in 0..contacts.len() {
+            let c = contacts.get(i);
+            let f = [
+                c.point.x, c.point.y, c.point.z, c.normal.x, c.normal.y, c.normal.z, c.gap, c.force_normal,
+                c.force_tangent.x, c.force_tangent.y, c.force_tangent.z,
+            ];
+            crecs.push(c.body_a, &[c.body_a, c.body_b, c.sub_a as u64, c.sub_b as u64], &f);
+        }
+        let c = redistribute_sorted(&self.comm, crecs);
+
+        // Mesh vertices/triangles of this rank's block, and their global offsets.
+        let (mut mv, mut mt, mut mb) = (Vec::<f64>::new(), Vec::<u64>::new(), Vec::<u64>::new());
+        let mut local_tris: Vec<[u64; 3]> = Vec::new();
+        let rb = &b.records;
+        for i in 0..rb.len() {
+            let u = rb.u_row(i);
+            if let Shape::Mesh(m) = &self.shapes[u[1] as usize] {
+                let f = rb.f_row(i);
+                let p = Vector3::new(f[0], f[1], f[2]);
+                let q = UnitQuaternion::new_unchecked(Quaternion::new(f[3], f[4], f[5], f[6]));
+                let base = (mv.len() / 3) as u64;
+                for v in &m.vertices {
+                    let x = p + q * v;
+                    mv.extend_from_slice(&[x.x, x.y, x.z]);
+                    mb.push(u[0]);
+                }
+                local_tris.extend(m.triangles.iter().map(|t| t.map(|k| base + k as u64)));
+            }
+        }
+        let (v_off, v_tot) = scan(&self.comm, (mv.len() / 3) as u64);
+        let (t_off, t_tot) = scan(&self.comm, local_tris.len() as u64);
+        for t in &local_tris {
+            mt.extend(t.iter().map(|k| k + v_off));
+        }
+
+        let r = self.write_frame_group(step, time, dt, &b, &c, (&mv, &mt, &mb), (v_off, v_tot, t_off, t_tot));
+        agree(&self.comm, r)?;
+        self.frames.push(FrameInfo {
+            group: format!("/frames/{}", frame_name(step)),
+            time,
+            n_bodies: b.total,
+            n_mesh_vertices: v_tot,
+            n_mesh_triangles: t_tot,
+        });
+        let r = self.update_xdmf();
+        agree(&self.comm, r)
+    }
+
+    fn check_input(&self, bodies: &Bodies, n_owned: usize) -> Result<(), IoError> {
+        if n_owned > bodies.len() {
+            return Err(IoError::Invalid {
+                path: self.path.clone(),
+                what: format!("n_owned = {n_owned} but only {} bodies", bodies.len()),
+            });
+        }
+        for i in 0..n_owned {
+            if bodies.shape[i] as usize >= self.shapes.len() {
+                return Err(IoError::Invalid {
+                    path: self.path.clone(),
+                    what: format!("body {} has shape {} but the scene has {} shapes", bodies.id[i], bodies.shape[i], self.shapes.len()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_frame_group(
+        &self,
+        step: u64,
+        time: f64,
+        dt: f64,
+        b: &super::redistribute::Redistributed,
+        c: &super::redistribute::Redistributed,
+        mesh: (&[f64], &[u64], &[u64]),
+        moff: (u64, u64, u64, u64),
+    ) -> Result<(), IoError> {
+        let p = &self.path;
+        let name = frame_name(step);
+        let what = format!("writing frame {name}");
+        let w = |e: hdf5::Error| IoError::hdf5(p, what.as_str(), e);
+        let g = self.file.group("frames").map_err(w)?.create_group(&name).map_err(w)?;
+        scalar_attr(&g, "time", &time).map_err(w)?;
+        scalar_attr(&g, "step", &step).map_err(w)?;
+        scalar_attr(&g, "dt", &dt).map_err(w)?;
+
+        let rb = &b.records;
+        let n = rb.len();
+        let (off, tot) = (b.offset, b.total);
+        let bg = g.create_group("bodies").map_err(w)?;
+        let col = |k: usize| -> Vec<u64> { (0..n).map(|i| rb.u_row(i)[k]).collect() };
+        let fcols = |a: usize, m: usize| -> Vec<f64> { (0..n).flat_map(|i| rb.f_row(i)[a..a + m].to_vec()).collect() };
+        put(&bg, "id", tot, 1, off, &col(0)).map_err(w)?;
+        put(&bg, "shape", tot, 1, off, &col(1).iter().map(|&s| s as u32).collect::<Vec<_>>()).map_err(w)?;
+        put(&bg, "fixed", tot, 1, off, &col(2).iter().map(|&s| s as u8).collect::<Vec<_>>()).map_err(w)?;
+        put(&bg, "position", tot, 3, off, &fcols(0, 3)).map_err(w)?;
+        put(&bg, "orientation", tot, 4, off, &fcols(3, 4)).map_err(w)?;
+        put(&bg, "velocity", tot, 3, off, &fcols(7, 3)).map_err(w)?;
+        put(&bg, "angular_velocity", tot, 3, off, &fcols(10, 3)).map_err(w)?;
+        let radius: Vec<f64> = col(1).iter().map(|&s| self.shapes[s as usize].bounding_radius()).collect();
+        put(&bg, "radius", tot, 1, off, &radius).map_err(w)?;
+        if self.has_meshes {
+            let (v_off, v_tot, t_off, t_tot) = moff;
+            put(&bg, "mesh_vertices", v_tot, 3, v_off, mesh.0).map_err(w)?;
+            put(&bg, "mesh_triangles", t_tot, 3, t_off, mesh.1).map_err(w)?;
+            put(&bg, "mesh_body", v_tot, 1, v_off, mesh.2).map_err(w)?;
+        }
+
+        let rc = &c.records;
+        let nc = rc.len();
+        let (off, tot) = (c.offset, c.total);
+        let cg = g.create_group("contacts").map_err(w)?;
+        let col = |k: usize| -> Vec<u64> { (0..nc).map(|i| rc.u_row(i)[k]).collect() };
+        let fcols = |a: usize, m: usize| -> Vec<f64> { (0..nc).flat_map(|i| rc.f_row(i)[a..a + m].to_vec()).collect() };
+        put(&cg, "body_a", tot, 1, off, &col(0)).map_err(w)?;
+        put(&cg, "body_b", tot, 1, off, &col(1)).map_err(w)?;
+        put(&cg, "sub_a", tot, 1, off, &col(2).iter().map(|&s| s as u32).collect::<Vec<_>>()).map_err(w)?;
+        put(&cg, "sub_b", tot, 1, off, &col(3).iter().map(|&s| s as u32).collect::<Vec<_>>()).map_err(w)?;
+        put(&cg, "point", tot, 3, off, &fcols(0, 3)).map_err(w)?;
+        put(&cg, "normal", tot, 3, off, &fcols(3, 3)).map_err(w)?;
+        put(&cg, "gap", tot, 1, off, &fcols(6, 1)).map_err(w)?;
+        put(&cg, "force_normal", tot, 1, off, &fcols(7, 1)).map_err(w)?;
+        put(&cg, "force_tangent", tot, 3, off, &fcols(8, 3)).map_err(w)?;
+        self.file.flush().map_err(w)?;
+        Ok(())
+    }
+
+    /// Rank 0 rewrites the XDMF index (temp file + rename).
+    fn update_xdmf(&self) -> Result<(), IoError> {
+        if self.comm.rank() != 0 {
+            return Ok(());
+        }
+        let h5_name = self.path.file_name().and_then(|s| s.to_str()).unwrap_or("frames.h5");
+        write_xdmf(&self.xdmf_path, h5_name, &self.frames, self.has_meshes)
+    }
+
+    /// Collective: flushes and closes the file.
+    pub fn close(self) -> Result<(), IoError> {
+        let FrameWriter { comm, path, file, .. } = self;
+        let r = file.close().ctx(&path, "closing");
+        agree(&comm, r)
+    }
+}
+
+/// Exclusive prefix sum and total of one count per rank.
+pub(crate) fn scan<C: Communicator>(comm: &C, n: u64) -> (u64, u64) {
+    let mut all = vec![0u64; comm.size() as usize];
+    comm.all_gather_into(&n, &mut all[..]);
+    let r = comm.rank() as usize;
+    (all[..r].iter().sum(), all.iter().sum())
+}
+
+/// Collective: creates dataset `name` of `total` rows (1-D if `cols == 1`,
+/// else `total × cols`) and writes this rank's rows at `offset`.
+pub(crate) fn put<T: H5Type>(g: &hdf5::Group, name: &str, total: u64, cols: usize, offset: u64, data: &[T]) -> hdf5::Result<()> {
+    let ds = if cols == 1 {
+        g.new_dataset::<T>().shape([total as usize]).create(name)?
+    } else {
+        g.new_dataset::<T>().shape([total as usize, cols]).create(name)?
+    };
+    write_rows_collective(&ds, offset, data, cols)
+}
+
+/// Writes a scalar attribute (collective in parallel HDF5: same value on all ranks).
+pub(crate) fn scalar_attr<T: H5Type>(loc: &hdf5::Location, name: &str, v: &T) -> hdf5::Result<()> {
+    loc.new_attr::<T>().create(name)?.write_scalar(v)
+}
+
+/// Writes a variable-length UTF-8 string attribute.
+pub(crate) fn str_attr(loc: &hdf5::Location, name: &str, s: &str) -> hdf5::Result<()> {
+    let v: VarLenUnicode = s.replace('\0', "").parse().map_err(|e| hdf5::Error::from(format!("{e}")))?;
+    loc.new_attr::<VarLenUnicode>().create(name)?.write_scalar(&v)
+}
+
+/// Reads a variable-length string attribute.
+pub(crate) fn read_str_attr(loc: &hdf5::Location, name: &str) -> hdf5::Result<String> {
+    Ok(loc.attr(name)?.read_scalar::<VarLenUnicode>()?.as_str().to_owned())
+}
+
+/// Collective: writes `/shapes/<k>` for every shape (data written by rank 0).
+pub(crate) fn write_shapes<C: Communicator>(comm: &C, file: &hdf5::File, shapes: &[Shape], names: &[String]) -> hdf5::Result<()> {
+    let sg = file.create_group("shapes")?;
+    let root = comm.rank() == 0;
+    for (k, s) in shapes.iter().enumerate() {
+        let g = sg.create_group(&k.to_string())?;
+        str_attr(&g, "name", names.get(k).map(|s| s.as_str()).unwrap_or(""))?;
+        match s {
+            Shape::Sphere { radius } => {
+                str_attr(&g, "kind", "sphere")?;
+                scalar_attr(&g, "radius", radius)?;
+            }
+            Shape::Mesh(m) => {
+                str_attr(&g, "kind", "mesh")?;
+                let v: Vec<f64> = if root { m.vertices.iter().flat_map(|v| [v.x, v.y, v.z]).collect() } else { vec![] };
+                let t: Vec<u32> = if root { m.triangles.iter().flatten().copied().collect() } else { vec![] };
+                put(&g, "vertices", m.vertices.len() as u64, 3, 0, &v)?;
+                put(&g, "triangles", m.triangles.len() as u64, 3, 0, &t)?;
+            }
+        }
+    }
+    Ok(())
+}

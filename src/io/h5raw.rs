@@ -1,0 +1,97 @@
+//! Output stage helper: the one place in `io` with `unsafe`. The high-level
+//! `hdf5` crate only does independent transfers; this writes each rank's slab
+//! of a dataset with a collective MPI-IO transfer (`H5FD_MPIO_COLLECTIVE`),
+//! ranks with no rows taking part with an empty selection.
+use hdf5::H5Type;
+use hdf5_sys::h5::hsize_t;
+use hdf5_sys::h5d::H5Dwrite;
+use hdf5_sys::h5i::hid_t;
+use hdf5_sys::h5p::{H5FD_mpio_xfer_t, H5Pclose, H5Pcreate, H5Pset_dxpl_mpio};
+use hdf5_sys::h5s::{H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sselect_hyperslab, H5Sselect_none};
+
+/// Closes an HDF5 handle on drop.
+struct Handle(hid_t, unsafe extern "C" fn(hid_t) -> hdf5_sys::h5::herr_t);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        if self.0 >= 0 {
+            // SAFETY: the id was returned by the matching create call.
+            unsafe { (self.1)(self.0) };
+        }
+    }
+}
+
+fn check(v: i64, what: &str) -> hdf5::Result<()> {
+    if v < 0 {
+        Err(hdf5::Error::from(format!("{what} failed")))
+    } else {
+        Ok(())
+    }
+}
+
+/// Collective: writes `data` (row-major, `data.len() / cols` rows of `cols`
+/// values; `cols = 1` for 1-D datasets) at row `offset` of the 1-D or 2-D
+/// dataset `ds`. Every rank of the file's communicator must call this for the
+/// same dataset, in the same order, even with no rows.
+pub(crate) fn write_rows_collective<T: H5Type>(ds: &hdf5::Dataset, offset: u64, data: &[T], cols: usize) -> hdf5::Result<()> {
+    let shape = ds.shape();
+    let ndim = shape.len();
+    if !(ndim == 1 || ndim == 2) {
+        return Err(hdf5::Error::from(format!("write_rows_collective: dataset has {ndim} dimensions")));
+    }
+    let file_cols = if ndim == 2 { shape[1] } else { 1 };
+    if file_cols != cols || data.len() % cols.max(1) != 0 {
+        return Err(hdf5::Error::from(format!(
+            "write_rows_collective: {} values in rows of {cols} for a dataset of shape {shape:?}",
+            data.len()
+        )));
+    }
+    let rows = if cols == 0 { 0 } else { data.len() / cols };
+    if offset as usize + rows > shape[0] {
+        return Err(hdf5::Error::from(format!(
+            "write_rows_collective: rows {offset}..{} beyond {} rows",
+            offset as usize + rows,
+            shape[0]
+        )));
+    }
+    if shape.iter().product::<usize>() == 0 {
+        // Nothing to write on any rank (every rank sees the same shape).
+        return Ok(());
+    }
+    let mem_type = hdf5::Datatype::from_type::<T>()?;
+    hdf5::sync::sync(|| {
+        // SAFETY: plain HDF5 C calls on valid ids; `data` outlives the write
+        // and holds exactly the selected number of elements.
+        unsafe {
+            let fspace = Handle(hdf5_sys::h5d::H5Dget_space(ds.id()), H5Sclose);
+            check(fspace.0, "H5Dget_space")?;
+            let mdims: [hsize_t; 2] = [rows as hsize_t, cols as hsize_t];
+            let mspace = Handle(H5Screate_simple(ndim as i32, mdims.as_ptr(), std::ptr::null()), H5Sclose);
+            check(mspace.0, "H5Screate_simple")?;
+            if rows == 0 {
+                check(H5Sselect_none(fspace.0) as i64, "H5Sselect_none")?;
+                check(H5Sselect_none(mspace.0) as i64, "H5Sselect_none")?;
+            } else {
+                let start: [hsize_t; 2] = [offset as hsize_t, 0];
+                check(
+                    H5Sselect_hyperslab(
+                        fspace.0,
+                        H5S_seloper_t::H5S_SELECT_SET,
+                        start.as_ptr(),
+                        std::ptr::null(),
+                        mdims.as_ptr(),
+                        std::ptr::null(),
+                    ) as i64,
+                    "H5Sselect_hyperslab",
+                )?;
+            }
+            let dxpl = Handle(H5Pcreate(*hdf5::globals::H5P_DATASET_XFER), H5Pclose);
+            check(dxpl.0, "H5Pcreate(dataset transfer)")?;
+            check(H5Pset_dxpl_mpio(dxpl.0, H5FD_mpio_xfer_t::H5FD_MPIO_COLLECTIVE) as i64, "H5Pset_dxpl_mpio")?;
+            // An empty slice may have a dangling pointer; HDF5 reads nothing from it.
+            let buf = data.as_ptr().cast();
+            check(H5Dwrite(ds.id(), mem_type.id(), mspace.0, fspace.0, dxpl.0, buf) as i64, "H5Dwrite (collective)")?;
+        }
+        Ok(())
+    })
+}
