@@ -97,6 +97,36 @@ impl Bodies {
         }
     }
 
+    /// Overwrites body `i`.
+    pub fn set(&mut self, i: usize, b: Body) {
+        self.id[i] = b.id;
+        self.shape[i] = b.shape;
+        self.material[i] = b.material;
+        self.position[i] = b.position;
+        self.orientation[i] = b.orientation;
+        self.velocity[i] = b.velocity;
+        self.angular_velocity[i] = b.angular_velocity;
+        self.mass[i] = b.mass;
+        self.inertia[i] = b.inertia;
+        self.fixed[i] = b.fixed;
+        self.dof_mask[i] = b.dof_mask;
+    }
+
+    /// Drops every body from index `n` on (the ghosts, when `n` = owned count).
+    pub fn truncate(&mut self, n: usize) {
+        self.id.truncate(n);
+        self.shape.truncate(n);
+        self.material.truncate(n);
+        self.position.truncate(n);
+        self.orientation.truncate(n);
+        self.velocity.truncate(n);
+        self.angular_velocity.truncate(n);
+        self.mass.truncate(n);
+        self.inertia.truncate(n);
+        self.fixed.truncate(n);
+        self.dof_mask.truncate(n);
+    }
+
     /// Keeps the bodies for which `keep` is true, in order.
     pub fn retain(&mut self, mut keep: impl FnMut(&Body) -> bool) {
         let old = std::mem::take(self);

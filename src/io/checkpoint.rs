@@ -202,8 +202,7 @@ fn scalars_hash(s: &Scalars) -> u64 {
 
 /// Flat record widths: bodies u = [id, shape, material, fixed, dof_mask],
 /// f = pos 3, quat 4, v 3, w 3, mass 1, inertia 9.
-const BODY_NU: usize = 5;
-const BODY_NF: usize = 23;
+use crate::parallel::records::{push_body, BODY_NF, BODY_NU};
 
 /// Collective: writes the complete state to `path` atomically.
 ///
@@ -248,16 +247,7 @@ pub fn write_checkpoint<C: Communicator>(
 
     let mut recs = FlatRecords::new(BODY_NU, BODY_NF);
     for i in 0..n_owned {
-        let q = bodies.orientation[i].quaternion();
-        let (p, v, w, m) = (bodies.position[i], bodies.velocity[i], bodies.angular_velocity[i], bodies.inertia[i]);
-        let mut f = vec![p.x, p.y, p.z, q.w, q.i, q.j, q.k, v.x, v.y, v.z, w.x, w.y, w.z, bodies.mass[i]];
-        for r in 0..3 {
-            for c in 0..3 {
-                f.push(m[(r, c)]);
-            }
-        }
-        let u = [bodies.id[i], bodies.shape[i] as u64, bodies.material[i] as u64, bodies.fixed[i] as u64, bodies.dof_mask[i] as u64];
-        recs.push(bodies.id[i], &u, &f);
+        push_body(&mut recs, bodies, i);
     }
     let b = redistribute_sorted(comm, recs);
     let mut hrecs = FlatRecords::new(4, HISTORY_LEN);

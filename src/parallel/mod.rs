@@ -1,6 +1,9 @@
 //! Parallel services: ownership of bodies by rank, collective agreement on
 //! errors, broadcasts. Solvers use these; they never call MPI directly.
+pub mod domain;
+pub mod exchange;
 pub mod ownership;
+pub mod records;
 
 pub use mpi::topology::SimpleCommunicator as Comm;
 use mpi::traits::*;

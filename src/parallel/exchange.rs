@@ -1,0 +1,119 @@
+//! Ghosts in LAMMPS's named steps (step 1 of the time step):
+//! `migrate` (exchange: owners change), `borders` (build the ghost lists),
+//! `forward` (owner -> ghost state every step). Owned bodies come first in
+//! `Bodies`, ghosts after.
+use super::domain::Domain;
+use super::records::{body_from_row, push_body, send_to, FlatRecords, BODY_NF, BODY_NU};
+use super::Comm;
+use crate::body::{Bodies, Shape};
+use mpi::traits::*;
+
+/// PETSc numbering: owned bodies are contiguous per rank, body `i < n_owned`
+/// has global index `offset + i`; ghosts carry their owner's index.
+#[derive(Clone, Debug, Default)]
+pub struct Layout {
+    pub n_owned: usize,
+    /// Total bodies on all ranks.
+    pub total: u64,
+    /// First global index of this rank's owned bodies.
+    pub offset: u64,
+    /// Global index of every local body (owned, then ghosts).
+    pub global_index: Vec<u64>,
+    /// Ghost plan: (destination rank, owned local index), in send order.
+    sends: Vec<(usize, usize)>,
+}
+
+/// Sends every owned body whose centre is now in another rank's box to that
+/// rank; drops ghosts. Owned bodies end sorted by id. Returns the number of
+/// bodies this rank sent away.
+pub fn migrate(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize) -> usize {
+    bodies.truncate(n_owned);
+    let me = comm.rank() as usize;
+    let mut out = FlatRecords::new(BODY_NU, BODY_NF);
+    let mut dest = Vec::new();
+    let mut leaving = vec![false; n_owned];
+    for i in 0..n_owned {
+        let r = domain.owner(&bodies.position[i]);
+        if r != me {
+            push_body(&mut out, bodies, i);
+            dest.push(r);
+            leaving[i] = true;
+        }
+    }
+    let received = send_to(comm, &out, &dest);
+    let mut k = 0;
+    bodies.retain(|_| {
+        k += 1;
+        !leaving[k - 1]
+    });
+    for i in 0..received.len() {
+        bodies.push(body_from_row(&received, i));
+    }
+    bodies.sort_by_id();
+    dest.len()
+}
+
+/// Builds the ghost lists and appends the ghosts: a body is copied to every
+/// rank whose box lies within R_body + R_max(that rank) + `extra` of its
+/// centre, so that any pair closer than `extra` is complete on both owners.
+/// A body larger than a rank box reaches every box it overlaps.
+pub fn borders(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize, shapes: &[Shape], extra: f64) -> Layout {
+    bodies.truncate(n_owned);
+    let me = comm.rank() as usize;
+    let size = comm.size() as usize;
+    let radius = |i: usize| shapes[bodies.shape[i] as usize].bounding_radius();
+    let local_max = (0..n_owned).map(radius).fold(0.0, f64::max);
+    let mut rmax = vec![0.0f64; size];
+    comm.all_gather_into(&local_max, &mut rmax[..]);
+    let global_max = rmax.iter().copied().fold(0.0, f64::max);
+
+    let mut counts = vec![0u64; size];
+    comm.all_gather_into(&(n_owned as u64), &mut counts[..]);
+    let offset: u64 = counts[..me].iter().sum();
+    let total: u64 = counts.iter().sum();
+
+    let mut sends = Vec::new();
+    for i in 0..n_owned {
+        let p = bodies.position[i];
+        let ri = radius(i);
+        for r in domain.ranks_near(&p, ri + global_max + extra) {
+            if r != me && super::domain::distance_to_box(&p, &domain.rank_box(r)) <= ri + rmax[r] + extra {
+                sends.push((r, i));
+            }
+        }
+    }
+    let mut layout = Layout {
+        n_owned,
+        total,
+        offset,
+        global_index: (0..n_owned as u64).map(|i| offset + i).collect(),
+        sends,
+    };
+    let (ghosts, index) = send_ghosts(comm, bodies, &layout);
+    for i in 0..ghosts.len() {
+        bodies.push(body_from_row(&ghosts, i));
+    }
+    layout.global_index.extend(index.keys);
+    layout
+}
+
+/// Refreshes the ghosts' state from their owners along the existing lists
+/// (same ghosts, same order).
+pub fn forward(comm: &Comm, bodies: &mut Bodies, layout: &Layout) {
+    let (ghosts, _) = send_ghosts(comm, bodies, layout);
+    assert_eq!(ghosts.len(), bodies.len() - layout.n_owned, "ghost lists changed without borders()");
+    for k in 0..ghosts.len() {
+        bodies.set(layout.n_owned + k, body_from_row(&ghosts, k));
+    }
+}
+
+fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout) -> (FlatRecords, FlatRecords) {
+    let mut recs = FlatRecords::new(BODY_NU, BODY_NF);
+    let mut index = FlatRecords::new(0, 0);
+    let dest: Vec<usize> = layout.sends.iter().map(|&(r, _)| r).collect();
+    for &(_, i) in &layout.sends {
+        push_body(&mut recs, bodies, i);
+        index.push(layout.global_index[i], &[], &[]);
+    }
+    (send_to(comm, &recs, &dest), send_to(comm, &index, &dest))
+}
