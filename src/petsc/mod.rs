@@ -8,11 +8,13 @@ pub mod error;
 pub mod ffi;
 pub mod init;
 pub mod log;
+pub mod mat;
 pub mod options;
 pub mod vec;
 
 pub use error::{PetscError, Result};
 pub use init::{AsComm, Petsc, RawComm};
+pub use mat::Mat;
 pub use log::{Stage, StageGuard};
 pub use vec::{Borrowed, InsertMode, NormType, VecView, VecViewMut, Vector};
 

@@ -108,6 +108,11 @@ impl Vector {
         Borrowed::new(Vector { raw })
     }
 
+    /// Takes ownership of a handle created by PETSc (destroyed on drop).
+    pub(crate) fn from_owned_raw(raw: ffi::Vec) -> Vector {
+        Vector { raw }
+    }
+
     /// The raw handle (for the other wrappers of this module tree).
     pub(crate) fn raw(&self) -> ffi::Vec {
         self.raw
