@@ -7,6 +7,7 @@
 pub mod error;
 pub mod ffi;
 pub mod init;
+pub mod ksp;
 pub mod log;
 pub mod mat;
 pub mod options;
@@ -14,6 +15,7 @@ pub mod vec;
 
 pub use error::{PetscError, Result};
 pub use init::{AsComm, Petsc, RawComm};
+pub use ksp::{ConvergedReason, Ksp};
 pub use mat::Mat;
 pub use log::{Stage, StageGuard};
 pub use vec::{Borrowed, InsertMode, NormType, VecView, VecViewMut, Vector};
