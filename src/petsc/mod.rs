@@ -11,6 +11,7 @@ pub mod ksp;
 pub mod log;
 pub mod mat;
 pub mod options;
+pub mod snes;
 pub mod vec;
 
 pub use error::{PetscError, Result};
@@ -18,6 +19,7 @@ pub use init::{AsComm, Petsc, RawComm};
 pub use ksp::{ConvergedReason, Ksp};
 pub use mat::Mat;
 pub use log::{Stage, StageGuard};
+pub use snes::Snes;
 pub use vec::{Borrowed, InsertMode, NormType, VecView, VecViewMut, Vector};
 
 /// PETSc's integer type (32-bit in the Debian build).
