@@ -84,9 +84,11 @@ pub(crate) fn check(code: ffi::PetscErrorCode) -> Result<()> {
     // SAFETY: PetscErrorMessage only writes a pointer to a static string.
     unsafe { ffi::PetscErrorMessage(code as c_int, &mut text, std::ptr::null_mut()) };
     let generic = cstr(text);
-    let message = match specific {
-        Some(s) if !s.is_empty() => format!("{generic}: {s}"),
-        _ => generic,
+    let message = match (generic.is_empty(), specific) {
+        (false, Some(s)) if !s.is_empty() => format!("{generic}: {s}"),
+        (true, Some(s)) if !s.is_empty() => s,
+        (false, _) => generic,
+        (true, _) => "(no message)".to_string(),
     };
     Err(PetscError { code: code as i32, message })
 }
