@@ -5,7 +5,7 @@
 //! The Jacobian M + diag(3x²) is written in Rust; a line-search pre-check caps
 //! the Newton step at ‖y‖∞ ≤ 0.5 (so early steps are shortened).
 //!
-//! Usage: `mpirun -np 2 snes_newton [N] [--fail-residual] [PETSc options...]`
+//! Usage: `mpirun -np 2 snes_newton [N] [--fail-residual] [--panic-jacobian] [PETSc options...]`
 //! Prints the residual-norm history and the final error from rank 0.
 use mpi::traits::*;
 use std::cell::{Cell, RefCell};
@@ -22,14 +22,15 @@ fn main() {
     let universe = mpi::initialize().expect("MPI init");
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let fail = args.iter().any(|a| a == "--fail-residual");
-    args.retain(|a| a != "--fail-residual");
+    let panic_jacobian = args.iter().any(|a| a == "--panic-jacobian");
+    args.retain(|a| a != "--fail-residual" && a != "--panic-jacobian");
     let (n, petsc_args) = match args.first().and_then(|a| a.parse::<i32>().ok()) {
         Some(n) => (n, args[1..].to_vec()),
         None => (64, args),
     };
     let petsc = Petsc::initialize(&petsc_args).expect("PETSc init");
     let world = universe.world();
-    if let Err(e) = run(&world, n, fail) {
+    if let Err(e) = run(&world, n, fail, panic_jacobian) {
         eprintln!("snes_newton: {e}");
         drop(petsc);
         drop(universe);
@@ -37,7 +38,12 @@ fn main() {
     }
 }
 
-fn run(world: &mpi::topology::SimpleCommunicator, n: i32, fail: bool) -> Result<(), Box<dyn std::error::Error>> {
+fn run(
+    world: &mpi::topology::SimpleCommunicator,
+    n: i32,
+    fail: bool,
+    panic_jacobian: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
     let root = world.rank() == 0;
     // A code default the command line may override.
     let default_applied = options::set_default("-snes_max_it", Some("50"))?;
@@ -101,6 +107,7 @@ fn run(world: &mpi::topology::SimpleCommunicator, n: i32, fail: bool) -> Result<
     })?;
     let rows_j = rows.clone();
     snes.set_jacobian(&jac, None, move |x: &Vector, a: &mut Mat, _p: Option<&mut Mat>| -> stiffgrain::petsc::Result<()> {
+        assert!(!panic_jacobian, "deliberate panic in the Jacobian");
         let xv = x.view()?;
         for (k, i) in rows_j.clone().enumerate() {
             let cols = neighbours(i);

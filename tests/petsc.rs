@@ -2,7 +2,31 @@
 //! exact discrete solution is known, and a SNES Newton solve with a known
 //! root and quadratic convergence.
 mod common;
-use common::{example, mpirun_ok};
+use common::mpirun_ok;
+use std::path::PathBuf;
+use std::sync::Once;
+
+/// Path of an example binary, built first: `cargo test --test petsc` builds
+/// only this test and the main binary, so without this a stale example from
+/// an earlier build would be tested. A no-op when the examples are fresh.
+fn example(name: &str) -> PathBuf {
+    static BUILD: Once = Once::new();
+    BUILD.call_once(|| {
+        let exe = common::example(name);
+        let dir = exe.parent().and_then(|p| p.parent()).and_then(|p| p.file_name()).unwrap();
+        let profile = match dir.to_str().unwrap() {
+            "debug" => "dev".to_string(),
+            p => p.to_string(),
+        };
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--examples", "--profile", &profile, "--manifest-path"])
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+            .status()
+            .expect("cannot run cargo to build the examples");
+        assert!(status.success(), "building the examples failed");
+    });
+    common::example(name)
+}
 
 /// Value of `key=` in the first line starting with `prefix`.
 fn field(out: &str, prefix: &str, key: &str) -> String {
@@ -140,4 +164,12 @@ fn failing_calls_return_errors_with_messages() {
     // 2 ranks × 12 rows × value 2.
     assert_eq!(field(&out, "baij_mult_norm1", "baij_mult_norm1"), "48", "{out}");
     assert!(out.contains("errors done"), "{out}");
+}
+
+#[test]
+fn snes_callback_panic_is_caught_at_the_ffi_boundary() {
+    let out = mpirun_ok(1, &example("snes_newton"), &["--panic-jacobian"]);
+    let line = out.lines().find(|l| l.starts_with("snes_error ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("code=83"), "{line}");
+    assert!(line.contains("Jacobian callback panicked: deliberate panic in the Jacobian"), "{line}");
 }
