@@ -90,5 +90,5 @@ pub(crate) fn check(code: ffi::PetscErrorCode) -> Result<()> {
         (false, _) => generic,
         (true, _) => "(no message)".to_string(),
     };
-    Err(PetscError { code: code as i32, message })
+    Err(PetscError { code, message })
 }

@@ -188,6 +188,7 @@ impl Ksp {
 
     /// Borrows a KSP owned by another object (e.g. the one inside a SNES).
     pub(crate) fn borrow_raw<'a>(raw: ffi::KSP) -> super::vec::Borrowed<'a, Ksp> {
+        super::vec::add_reference(raw as ffi::PetscObject);
         super::vec::Borrowed::new(Ksp { raw })
     }
 }

@@ -80,9 +80,10 @@ impl Mat {
         Ok(Mat { raw })
     }
 
-    /// Wraps a handle PETSc owns (e.g. in a SNES Jacobian callback) without
-    /// taking ownership: it is not destroyed when the borrow ends.
+    /// Wraps a handle PETSc owns (e.g. in a SNES Jacobian callback), taking
+    /// an extra reference: the matrix is not destroyed when the borrow ends.
     pub(crate) fn borrow_raw<'a>(raw: ffi::Mat) -> Borrowed<'a, Mat> {
+        super::vec::add_reference(raw as ffi::PetscObject);
         Borrowed::new(Mat { raw })
     }
 

@@ -5,7 +5,6 @@ use super::ffi;
 use super::init::{alive, require_alive, AsComm};
 use super::PetscInt;
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut, Range};
 
 /// How `set_values` combines new values with existing ones.
@@ -47,19 +46,29 @@ impl NormType {
     }
 }
 
-/// A wrapper whose handle belongs to PETSc (e.g. the vectors and matrices a
-/// SNES callback receives): it derefs to the wrapper but never destroys the
-/// handle, and cannot outlive the borrow `'a`.
+/// A wrapper of an object that belongs to PETSc (the vectors and matrices a
+/// SNES callback receives, the KSP inside a SNES), valid for the borrow `'a`.
+/// It holds its own PETSc reference (`PetscObjectReference`), so dropping it
+/// only releases that reference and never destroys the object; even a
+/// `mem::swap` through `DerefMut` cannot free PETSc's object early.
 #[derive(Debug)]
 pub struct Borrowed<'a, T> {
-    inner: ManuallyDrop<T>,
+    inner: T,
     _life: PhantomData<&'a mut T>,
 }
 
 impl<T> Borrowed<'_, T> {
+    /// `inner` must hold a reference taken with [`add_reference`].
     pub(crate) fn new(inner: T) -> Self {
-        Borrowed { inner: ManuallyDrop::new(inner), _life: PhantomData }
+        Borrowed { inner, _life: PhantomData }
     }
+}
+
+/// Takes one more PETSc reference on `obj` (released by the wrapper's
+/// `XDestroy` on drop).
+pub(crate) fn add_reference(obj: ffi::PetscObject) {
+    // SAFETY: `obj` is a live PETSc object handed to us by PETSc.
+    let _ = check(unsafe { ffi::PetscObjectReference(obj) });
 }
 
 impl<T> Deref for Borrowed<'_, T> {
@@ -103,8 +112,9 @@ impl Vector {
         Ok(Vector { raw })
     }
 
-    /// Wraps a handle PETSc owns, without taking ownership.
+    /// Wraps a handle PETSc owns, taking an extra reference.
     pub(crate) fn borrow_raw<'a>(raw: ffi::Vec) -> Borrowed<'a, Vector> {
+        add_reference(raw as ffi::PetscObject);
         Borrowed::new(Vector { raw })
     }
 
