@@ -1,0 +1,237 @@
+//! Distributed sparse matrices: MPIAIJ (scalar entries) and MPIBAIJ (dense
+//! blocks, block size 6 for rigid-body DOFs), assembled with `set_values`.
+use super::error::{check, Result};
+use super::ffi;
+use super::init::{alive, require_alive, AsComm};
+use super::vec::{size_error, Borrowed, InsertMode, Vector};
+use super::PetscInt;
+use std::ops::Range;
+
+/// A PETSc matrix; `MatDestroy` on drop.
+#[derive(Debug)]
+pub struct Mat {
+    raw: ffi::Mat,
+}
+
+fn prealloc_ptr(nnz: &[PetscInt], expected: usize, what: &str) -> Result<*const PetscInt> {
+    if nnz.is_empty() {
+        Ok(std::ptr::null())
+    } else if nnz.len() != expected {
+        Err(size_error(what, nnz.len(), expected))
+    } else {
+        Ok(nnz.as_ptr())
+    }
+}
+
+impl Mat {
+    /// Creates an AIJ matrix (`MatCreateAIJ`: MPIAIJ on several ranks, SeqAIJ
+    /// on one) with `local_rows` x `local_cols` on this rank (global sizes are
+    /// the sums). `d_nnz[i]` / `o_nnz[i]` are the numbers of nonzeros of local
+    /// row `i` in the diagonal block (columns owned by this rank) and outside
+    /// it; either may be empty, then `d_nz`/`o_nz` applies to every row.
+    /// Collective on `comm`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn aij(
+        comm: &impl AsComm,
+        local_rows: PetscInt,
+        local_cols: PetscInt,
+        d_nz: PetscInt,
+        d_nnz: &[PetscInt],
+        o_nz: PetscInt,
+        o_nnz: &[PetscInt],
+    ) -> Result<Mat> {
+        require_alive("Mat::aij")?;
+        let n = local_rows.max(0) as usize;
+        let d = prealloc_ptr(d_nnz, n, "Mat::aij d_nnz")?;
+        let o = prealloc_ptr(o_nnz, n, "Mat::aij o_nnz")?;
+        let det = ffi::PETSC_DECIDE as PetscInt;
+        let mut raw: ffi::Mat = std::ptr::null_mut();
+        // SAFETY: preallocation arrays have `local_rows` entries or are NULL.
+        check(unsafe { ffi::MatCreateAIJ(comm.as_comm(), local_rows, local_cols, det, det, d_nz, d, o_nz, o, &mut raw) })?;
+        Ok(Mat { raw })
+    }
+
+    /// Creates a BAIJ matrix (`MatCreateBAIJ`: MPIBAIJ on several ranks) with
+    /// block size `bs` (6 for rigid bodies) and `local_rows` x `local_cols`
+    /// scalar rows/columns on this rank (multiples of `bs`). `d_nnz`/`o_nnz`
+    /// count nonzero *blocks* per local *block row* (or are empty, then
+    /// `d_nz`/`o_nz` blocks per block row). Collective on `comm`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn baij(
+        comm: &impl AsComm,
+        bs: PetscInt,
+        local_rows: PetscInt,
+        local_cols: PetscInt,
+        d_nz: PetscInt,
+        d_nnz: &[PetscInt],
+        o_nz: PetscInt,
+        o_nnz: &[PetscInt],
+    ) -> Result<Mat> {
+        require_alive("Mat::baij")?;
+        let nb = if bs > 0 { (local_rows.max(0) / bs) as usize } else { 0 };
+        let d = prealloc_ptr(d_nnz, nb, "Mat::baij d_nnz")?;
+        let o = prealloc_ptr(o_nnz, nb, "Mat::baij o_nnz")?;
+        let det = ffi::PETSC_DECIDE as PetscInt;
+        let mut raw: ffi::Mat = std::ptr::null_mut();
+        // SAFETY: preallocation arrays have `local_rows / bs` entries or are NULL.
+        check(unsafe {
+            ffi::MatCreateBAIJ(comm.as_comm(), bs, local_rows, local_cols, det, det, d_nz, d, o_nz, o, &mut raw)
+        })?;
+        Ok(Mat { raw })
+    }
+
+    /// Wraps a handle PETSc owns (e.g. in a SNES Jacobian callback), taking
+    /// an extra reference: the matrix is not destroyed when the borrow ends.
+    pub(crate) fn borrow_raw<'a>(raw: ffi::Mat) -> Borrowed<'a, Mat> {
+        super::vec::add_reference(raw as ffi::PetscObject);
+        Borrowed::new(Mat { raw })
+    }
+
+    /// The raw handle (for the other wrappers of this module tree).
+    pub(crate) fn raw(&self) -> ffi::Mat {
+        self.raw
+    }
+
+    /// Inserts or adds a dense `rows.len()` x `cols.len()` block of values
+    /// (row-major) at global indices (`MatSetValues`). Negative indices are
+    /// ignored. Call [`Mat::assemble`] before use.
+    pub fn set_values(&mut self, rows: &[PetscInt], cols: &[PetscInt], values: &[f64], mode: InsertMode) -> Result<()> {
+        if rows.len() * cols.len() != values.len() {
+            return Err(size_error("Mat::set_values rows*cols vs values", rows.len() * cols.len(), values.len()));
+        }
+        // SAFETY: array lengths match the counts passed.
+        check(unsafe {
+            ffi::MatSetValues(
+                self.raw,
+                rows.len() as PetscInt,
+                rows.as_ptr(),
+                cols.len() as PetscInt,
+                cols.as_ptr(),
+                values.as_ptr(),
+                mode.raw(),
+            )
+        })
+    }
+
+    /// Inserts or adds blocks at global *block* indices
+    /// (`MatSetValuesBlocked`): `values` is row-major with
+    /// `rows.len()*bs` rows and `cols.len()*bs` columns.
+    pub fn set_values_blocked(
+        &mut self,
+        rows: &[PetscInt],
+        cols: &[PetscInt],
+        values: &[f64],
+        mode: InsertMode,
+    ) -> Result<()> {
+        let bs = self.block_size()? as usize;
+        let want = rows.len() * cols.len() * bs * bs;
+        if want != values.len() {
+            return Err(size_error("Mat::set_values_blocked rows*cols*bs^2 vs values", want, values.len()));
+        }
+        // SAFETY: array lengths match the counts passed.
+        check(unsafe {
+            ffi::MatSetValuesBlocked(
+                self.raw,
+                rows.len() as PetscInt,
+                rows.as_ptr(),
+                cols.len() as PetscInt,
+                cols.as_ptr(),
+                values.as_ptr(),
+                mode.raw(),
+            )
+        })
+    }
+
+    /// The block size (1 for AIJ).
+    pub fn block_size(&self) -> Result<PetscInt> {
+        let mut bs = 0;
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { ffi::MatGetBlockSize(self.raw, &mut bs) })?;
+        Ok(bs)
+    }
+
+    /// Sets all stored entries to zero, keeping the nonzero pattern (`MatZeroEntries`).
+    pub fn zero_entries(&mut self) -> Result<()> {
+        // SAFETY: live handle.
+        check(unsafe { ffi::MatZeroEntries(self.raw) })
+    }
+
+    /// Starts assembly (`MatAssemblyBegin`, final assembly). Collective.
+    pub fn assembly_begin(&mut self) -> Result<()> {
+        // SAFETY: live handle.
+        check(unsafe { ffi::MatAssemblyBegin(self.raw, ffi::MatAssemblyType::MAT_FINAL_ASSEMBLY) })
+    }
+
+    /// Finishes assembly (`MatAssemblyEnd`). Collective.
+    pub fn assembly_end(&mut self) -> Result<()> {
+        // SAFETY: live handle.
+        check(unsafe { ffi::MatAssemblyEnd(self.raw, ffi::MatAssemblyType::MAT_FINAL_ASSEMBLY) })
+    }
+
+    /// `assembly_begin` then `assembly_end`. Collective.
+    pub fn assemble(&mut self) -> Result<()> {
+        self.assembly_begin()?;
+        self.assembly_end()
+    }
+
+    /// `y = A x` (`MatMult`). Collective.
+    pub fn mult(&self, x: &Vector, y: &mut Vector) -> Result<()> {
+        // SAFETY: live handles; `y` is distinct from `x` by borrow rules.
+        check(unsafe { ffi::MatMult(self.raw, x.raw(), y.raw()) })
+    }
+
+    /// `y = Aᵀ x` (`MatMultTranspose`). Collective.
+    pub fn mult_transpose(&self, x: &Vector, y: &mut Vector) -> Result<()> {
+        // SAFETY: live handles.
+        check(unsafe { ffi::MatMultTranspose(self.raw, x.raw(), y.raw()) })
+    }
+
+    /// `z = y + A x` (`MatMultAdd`). Collective.
+    pub fn mult_add(&self, x: &Vector, y: &Vector, z: &mut Vector) -> Result<()> {
+        // SAFETY: live handles.
+        check(unsafe { ffi::MatMultAdd(self.raw, x.raw(), y.raw(), z.raw()) })
+    }
+
+    /// Global rows owned by this rank (`MatGetOwnershipRange`).
+    pub fn ownership_range(&self) -> Result<Range<PetscInt>> {
+        let (mut lo, mut hi) = (0, 0);
+        // SAFETY: live handle, valid out pointers.
+        check(unsafe { ffi::MatGetOwnershipRange(self.raw, &mut lo, &mut hi) })?;
+        Ok(lo..hi)
+    }
+
+    /// Global (rows, columns).
+    pub fn size(&self) -> Result<(PetscInt, PetscInt)> {
+        let (mut m, mut n) = (0, 0);
+        // SAFETY: live handle, valid out pointers.
+        check(unsafe { ffi::MatGetSize(self.raw, &mut m, &mut n) })?;
+        Ok((m, n))
+    }
+
+    /// Whether inserting outside the preallocated pattern is an error
+    /// (`MAT_NEW_NONZERO_ALLOCATION_ERR`, on by default). Switch it off to
+    /// allow (slow) new allocations, e.g. when the contact set changes.
+    pub fn set_new_nonzero_allocation_err(&mut self, flag: bool) -> Result<()> {
+        let b = if flag { ffi::PetscBool::PETSC_TRUE } else { ffi::PetscBool::PETSC_FALSE };
+        // SAFETY: live handle.
+        check(unsafe { ffi::MatSetOption(self.raw, ffi::MatOption::MAT_NEW_NONZERO_ALLOCATION_ERR, b) })
+    }
+
+    /// Vectors compatible with this matrix: (`x` for `A x`, `y` for the result)
+    /// (`MatCreateVecs`).
+    pub fn create_vecs(&self) -> Result<(Vector, Vector)> {
+        let (mut r, mut l): (ffi::Vec, ffi::Vec) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: live handle, valid out pointers; ownership passes to the wrappers.
+        check(unsafe { ffi::MatCreateVecs(self.raw, &mut r, &mut l) })?;
+        Ok((Vector::from_owned_raw(r), Vector::from_owned_raw(l)))
+    }
+}
+
+impl Drop for Mat {
+    fn drop(&mut self) {
+        if alive() {
+            // SAFETY: owned live handle; PETSc not finalised.
+            unsafe { ffi::MatDestroy(&mut self.raw) };
+        }
+    }
+}

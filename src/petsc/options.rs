@@ -1,0 +1,42 @@
+//! The PETSc options database: defaults set in code that the command line
+//! (everything after `--`) still overrides.
+use super::error::{check, PetscError, Result};
+use super::ffi;
+use std::ffi::CString;
+
+fn cstring(s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| PetscError::new(ffi::PETSC_ERR_ARG_WRONG as i32, format!("{s:?} contains NUL")))
+}
+
+/// Sets option `name` (with its leading dash, e.g. `-ksp_type`) to `value`
+/// (`None` for a flag such as `-snes_monitor`), overwriting any value.
+pub fn set(name: &str, value: Option<&str>) -> Result<()> {
+    super::init::require_alive("options::set")?;
+    let n = cstring(name)?;
+    let v = value.map(cstring).transpose()?;
+    // SAFETY: valid C strings; NULL options = the global database.
+    check(unsafe {
+        ffi::PetscOptionsSetValue(std::ptr::null_mut(), n.as_ptr(), v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr()))
+    })
+}
+
+/// Whether option `name` (with its leading dash) is set.
+pub fn has(name: &str) -> Result<bool> {
+    super::init::require_alive("options::has")?;
+    let n = cstring(name)?;
+    let mut flag = ffi::PetscBool::PETSC_FALSE;
+    // SAFETY: valid C string; NULL options = global database, NULL prefix.
+    check(unsafe { ffi::PetscOptionsHasName(std::ptr::null_mut(), std::ptr::null(), n.as_ptr(), &mut flag) })?;
+    Ok(flag == ffi::PetscBool::PETSC_TRUE)
+}
+
+/// Sets option `name` only if it is not set yet: a code default that the
+/// command line overrides. Returns whether it was set.
+pub fn set_default(name: &str, value: Option<&str>) -> Result<bool> {
+    if has(name)? {
+        Ok(false)
+    } else {
+        set(name, value)?;
+        Ok(true)
+    }
+}
