@@ -147,6 +147,10 @@ pub fn run(comm: &Comm, scene: Scene, opts: &RunOptions) -> Result<Summary, RunE
         n_global,
         scene.simulation.solver.name()
     );
+    log::warn!(
+        "solver {}: contact forces are not implemented yet; bodies move in free flight",
+        scene.simulation.solver.name()
+    );
     log::info!("{}", Thermo::HEADER);
     let mut iterations_per_step = Vec::with_capacity(steps as usize);
     for step in 1..=steps {

@@ -3,30 +3,8 @@
 //! root and quadratic convergence.
 mod common;
 use common::mpirun_ok;
-use std::path::PathBuf;
-use std::sync::Once;
 
-/// Path of an example binary, built first: `cargo test --test petsc` builds
-/// only this test and the main binary, so without this a stale example from
-/// an earlier build would be tested. A no-op when the examples are fresh.
-fn example(name: &str) -> PathBuf {
-    static BUILD: Once = Once::new();
-    BUILD.call_once(|| {
-        let exe = common::example(name);
-        let dir = exe.parent().and_then(|p| p.parent()).and_then(|p| p.file_name()).unwrap();
-        let profile = match dir.to_str().unwrap() {
-            "debug" => "dev".to_string(),
-            p => p.to_string(),
-        };
-        let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "--examples", "--profile", &profile, "--manifest-path"])
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
-            .status()
-            .expect("cannot run cargo to build the examples");
-        assert!(status.success(), "building the examples failed");
-    });
-    common::example(name)
-}
+use common::example;
 
 /// Value of `key=` in the first line starting with `prefix`.
 fn field(out: &str, prefix: &str, key: &str) -> String {

@@ -20,6 +20,9 @@ pub fn apply(table: &mut toml::Table, assignment: &str) -> Result<(), ConfigErro
         table.insert(first.clone(), value);
         return Ok(());
     }
+    if !table.contains_key(first) && rest[0].parse::<usize>().is_ok() {
+        return Err(err(key, format!("there is no `{first}` array to index")));
+    }
     let root = table.entry(first.clone()).or_insert_with(|| toml::Value::Table(Default::default()));
     set_in(root, rest, value).map_err(|m| err(key, m))
 }
@@ -27,7 +30,12 @@ pub fn apply(table: &mut toml::Table, assignment: &str) -> Result<(), ConfigErro
 fn set_in(cur: &mut toml::Value, path: &[String], value: toml::Value) -> Result<(), String> {
     let (seg, rest) = path.split_first().expect("non-empty path");
     let slot = match cur {
-        toml::Value::Table(t) => t.entry(seg.clone()).or_insert_with(|| toml::Value::Table(Default::default())),
+        toml::Value::Table(t) => {
+            if !t.contains_key(seg) && rest.first().is_some_and(|r| r.parse::<usize>().is_ok()) {
+                return Err(format!("there is no `{seg}` array to index"));
+            }
+            t.entry(seg.clone()).or_insert_with(|| toml::Value::Table(Default::default()))
+        }
         toml::Value::Array(a) => {
             let i: usize = seg.parse().map_err(|_| format!("`{seg}` is not an array index"))?;
             let len = a.len();

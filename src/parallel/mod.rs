@@ -22,7 +22,10 @@ pub fn broadcast_string(comm: &Comm, s: &mut String) {
     let mut len = s.len() as u64;
     root.broadcast_into(&mut len);
     let mut bytes = if comm.rank() == 0 { std::mem::take(s).into_bytes() } else { vec![0u8; len as usize] };
-    root.broadcast_into(&mut bytes[..]);
+    // OpenMPI rejects the dangling pointer of an empty Vec.
+    if len > 0 {
+        root.broadcast_into(&mut bytes[..]);
+    }
     *s = String::from_utf8(bytes).expect("broadcast of UTF-8 text");
 }
 

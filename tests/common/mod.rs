@@ -8,11 +8,26 @@ pub fn stiffgrain() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_stiffgrain"))
 }
 
-/// Path of an example binary built beside the main binary (`cargo test`
-/// builds examples).
+/// Path of an example binary, built first: `cargo test --test X` builds only
+/// that test and the main binary, so a stale example from an earlier build
+/// would be tested. A no-op when the examples are fresh.
 pub fn example(name: &str) -> PathBuf {
-    let bin = stiffgrain();
-    bin.parent().unwrap().join("examples").join(name)
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    let exe = stiffgrain().parent().unwrap().join("examples").join(name);
+    BUILD.call_once(|| {
+        let dir = exe.parent().and_then(|p| p.parent()).and_then(|p| p.file_name()).unwrap();
+        let profile = match dir.to_str().unwrap() {
+            "debug" => "dev".to_string(),
+            p => p.to_string(),
+        };
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "--examples", "--profile", &profile, "--manifest-path"])
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+            .status()
+            .expect("cannot run cargo to build the examples");
+        assert!(status.success(), "building the examples failed");
+    });
+    exe
 }
 
 /// `mpirun -np N EXE ARGS...` with the settings that work as root, with more
