@@ -170,6 +170,55 @@ impl FrameWriter {
         Ok(w)
     }
 
+    /// Collective: reopens `dir/frames.h5` of an earlier run to continue it
+    /// after a restart from `after_step`: frames past that step (written
+    /// after the checkpoint, before the run stopped) are removed, since the
+    /// resumed run writes them again; earlier frames are kept.
+    pub fn append<C: Communicator>(comm: &C, dir: &Path, scene: &Scene, after_step: u64) -> Result<FrameWriter, IoError> {
+        let comm = comm.duplicate();
+        let path = dir.join("frames.h5");
+        if !path.exists() {
+            return Self::create(&comm, dir, scene);
+        }
+        let xdmf_path = dir.join("frames.xdmf");
+        let file = hdf5::File::with_options()
+            .with_fapl(|p| p.mpio(comm.as_raw(), None))
+            .open_rw(&path)
+            .ctx(&path, "reopening the file to continue it (MPI-IO)");
+        let file = agree(&comm, file)?;
+        let r = (|| -> Result<Vec<FrameInfo>, IoError> {
+            let g = file.group("frames").ctx(&path, "opening /frames")?;
+            let mut names = g.member_names().ctx(&path, "listing /frames")?;
+            names.sort();
+            let mut frames = Vec::new();
+            for name in names {
+                let step: u64 = name.parse().map_err(|_| IoError::corrupt(&path, format!("frame group {name}")))?;
+                if step > after_step {
+                    g.unlink(&name).ctx(&path, "removing a frame past the checkpoint")?;
+                    continue;
+                }
+                let f = g.group(&name).ctx(&path, "opening a frame")?;
+                let time: f64 = f.attr("time").and_then(|a| a.read_scalar()).ctx(&path, "reading a frame time")?;
+                let b = f.group("bodies").ctx(&path, "opening a frame's bodies")?;
+                let len = |n: &str| b.dataset(n).map(|d| d.shape().first().copied().unwrap_or(0) as u64).unwrap_or(0);
+                frames.push(FrameInfo {
+                    group: format!("/frames/{name}"),
+                    time,
+                    n_bodies: len("id"),
+                    n_mesh_vertices: len("mesh_vertices"),
+                    n_mesh_triangles: len("mesh_triangles"),
+                });
+            }
+            Ok(frames)
+        })();
+        let frames = agree(&comm, r)?;
+        let has_meshes = scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_)));
+        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, frames };
+        let r = w.update_xdmf();
+        agree(&w.comm, r)?;
+        Ok(w)
+    }
+
     /// Path of the HDF5 file.
     pub fn path(&self) -> &Path {
         &self.path
