@@ -5,3 +5,5 @@
 pub mod body;
 pub mod petsc;
 pub mod scene;
+pub mod geometry;
+pub mod contact;
