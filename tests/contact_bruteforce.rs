@@ -134,13 +134,13 @@ fn brute_spheres(bodies: &Bodies, shapes: &[Shape], walls: &[Wall], cd: f64, n_o
             }
         }
     }
-    v.sort_by(|x, y| x.0.cmp(&y.0));
+    v.sort_by_key(|x| x.0);
     v
 }
 
 fn keyed(out: &Contacts) -> Vec<((u64, u64), f64)> {
     let mut v: Vec<_> = out.iter().map(|c| ((c.a, c.b), c.gap)).collect();
-    v.sort_by(|x, y| x.0.cmp(&y.0));
+    v.sort_by_key(|x| x.0);
     v
 }
 

@@ -104,6 +104,10 @@ pub fn candidate_pairs(
             if d.x * d.y * d.z <= cap {
                 break [d.x as usize, d.y as usize, d.z as usize];
             }
+            if !h.is_finite() || !(d.x * d.y * d.z).is_finite() {
+                // Non-finite positions: one cell (all pairs), never loop forever.
+                break [1, 1, 1];
+            }
             h *= 1.5;
         };
         let n_cells = dims[0] * dims[1] * dims[2];
@@ -118,10 +122,10 @@ pub fn candidate_pairs(
         let flat = |c: [usize; 3]| (c[2] * dims[1] + c[1]) * dims[0] + c[0];
         cells.cell_start.clear();
         cells.cell_start.resize(n_cells + 1, 0);
-        for i in 0..n {
-            if cells.body_cell[i] != BIG {
-                let c = flat(cell_of(&positions[i]));
-                cells.body_cell[i] = c as u32;
+        for (cell, x) in cells.body_cell.iter_mut().zip(positions) {
+            if *cell != BIG {
+                let c = flat(cell_of(x));
+                *cell = c as u32;
                 cells.cell_start[c + 1] += 1;
             }
         }

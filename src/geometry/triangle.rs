@@ -102,8 +102,8 @@ mod tests {
         let r = closest_point_on_triangle(&p, &a, &b, &c);
         assert_eq!(r.feature, feature, "query {p:?}");
         assert_relative_eq!(r.point, point, epsilon = 1e-14);
-        for k in 0..3 {
-            assert_relative_eq!(r.bary[k], bary[k], epsilon = 1e-14);
+        for (got, want) in r.bary.iter().zip(bary) {
+            assert_relative_eq!(*got, want, epsilon = 1e-14);
         }
         assert_relative_eq!(a * r.bary[0] + b * r.bary[1] + c * r.bary[2], r.point, epsilon = 1e-14);
     }
