@@ -236,4 +236,47 @@ mod tests {
         assert!(hit(&c, Vector3::new(0.0, 0.0, 0.5 + 0.25 + 0.06), 0.25, Vector3::zeros(), UnitQuaternion::identity(), 0.05).is_none());
         assert!(hit(&c, Vector3::new(5.0, 0.0, 0.0), 0.25, Vector3::zeros(), UnitQuaternion::identity(), 0.05).is_none());
     }
+
+    /// Exact signed distance of a box with half extents `h` (body frame).
+    fn box_sdf(p: Vector3<f64>, h: Vector3<f64>) -> f64 {
+        let q = p.abs() - h;
+        q.sup(&Vector3::zeros()).norm() + q.max().min(0.0)
+    }
+
+    #[test]
+    fn random_points_match_the_box_signed_distance() {
+        let h = Vector3::new(0.5, 0.4, 0.3);
+        let mesh = TriMesh::cuboid(2.0 * h);
+        let f = MeshFeatures::new(&mesh);
+        let q = UnitQuaternion::from_euler_angles(0.3, -0.7, 1.1);
+        let xm = Vector3::new(0.2, -0.1, 0.4);
+        let m = pose(10, 0, xm, q);
+        let mut st = 0x9e37_79b9_u64;
+        let mut rnd = || {
+            st = st.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (st >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        let (mut inside, mut corners) = (0, 0);
+        for _ in 0..3000 {
+            let local = Vector3::new(rnd(), rnd(), rnd()) * 0.9;
+            let xs = xm + q * local;
+            let r = 0.05;
+            let k = sphere_mesh(&pose(11, 1, xs, UnitQuaternion::identity()), r, &m, &mesh, &f, 10.0).unwrap();
+            let sdf = box_sdf(local, h);
+            assert_relative_eq!(k.gap, sdf - r, epsilon = 1e-12);
+            // Normal from the mesh (a) to the sphere: the distance gradient.
+            let eps = 1e-7;
+            let grad = Vector3::from_fn(|i, _| {
+                let mut d = Vector3::zeros();
+                d[i] = eps;
+                (box_sdf(local + d, h) - box_sdf(local - d, h)) / (2.0 * eps)
+            });
+            if grad.norm() > 0.999 {
+                assert_relative_eq!(k.normal, q * grad.normalize(), epsilon = 1e-5);
+            }
+            inside += (sdf < 0.0) as usize;
+            corners += matches!(SubRegion::decode(k.sub_a), Some(SubRegion::Vertex(_))) as usize;
+        }
+        assert!(inside > 100 && corners > 100, "{inside} inside, {corners} at corners");
+    }
 }
