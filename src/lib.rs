@@ -4,7 +4,9 @@
 //! -> {cd, compat, dem} -> io`; `parallel` and `petsc` are services.
 pub mod body;
 pub mod config;
+pub mod contact;
 pub mod driver;
+pub mod geometry;
 pub mod io;
 pub mod logging;
 pub mod parallel;

@@ -1,0 +1,194 @@
+//! Contact detection, time-step stage 2 "contact" (DESIGN.md "One time
+//! step"): broad phase (linked cells + Verlet lists, [`broad`]), narrow phase
+//! (one file per shape pair, dispatched by [`narrow_phase`]) and the contact
+//! list ([`Contacts`]).
+//!
+//! Pure and MPI-free: the functions take the local bodies (owned first, ghosts
+//! after, local indices `0..bodies.len()`), the shapes and the walls, and
+//! return contacts. Adding a shape pair touches only this module: write
+//! `contact/<shape>_<shape>.rs` and add an arm to [`narrow_phase`].
+pub mod broad;
+pub mod list;
+pub mod mesh_wall;
+pub mod sphere_mesh;
+pub mod sphere_sphere;
+pub mod sphere_wall;
+
+pub use broad::VerletList;
+pub use list::{Contact, Contacts, WALL_ID_BASE, WALL_INDEX};
+
+use crate::body::{Bodies, Shape};
+use crate::geometry::MeshFeatures;
+use crate::scene::Wall;
+use nalgebra::{UnitQuaternion, Vector3};
+
+/// Detection parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DetectParams {
+    /// Verlet skin (length, > 0): candidate pairs are those whose bounding
+    /// spheres are within `skin + contact_distance`; the list is rebuilt when
+    /// some body moved more than `skin / 2` since it was built.
+    pub skin: f64,
+    /// Detection distance (length, >= 0): a contact is reported when its gap
+    /// is below this, so it exists slightly before the surfaces touch.
+    pub contact_distance: f64,
+}
+
+/// What a pair function needs to know about one body.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BodyPose {
+    /// Global id.
+    pub id: u64,
+    /// Local index.
+    pub index: usize,
+    /// Centre of mass, world frame.
+    pub position: Vector3<f64>,
+    /// Rotation from body frame to world frame.
+    pub orientation: UnitQuaternion<f64>,
+}
+
+impl BodyPose {
+    /// The pose of local body `i`.
+    pub fn of(bodies: &Bodies, i: usize) -> Self {
+        Self { id: bodies.id[i], index: i, position: bodies.position[i], orientation: bodies.orientation[i] }
+    }
+}
+
+/// The shapes prepared for detection: each [`Shape`] with its bounding radius
+/// and, for meshes, its [`MeshFeatures`] (unique edges, pseudo-normals). Build
+/// once per run from `Scene::shapes`; index it like `Bodies::shape`.
+#[derive(Clone, Debug)]
+pub struct ContactShapes {
+    shapes: Vec<Shape>,
+    features: Vec<Option<MeshFeatures>>,
+    radius: Vec<f64>,
+}
+
+impl ContactShapes {
+    /// Prepares `shapes` (cost: one sort of the triangle edges per mesh).
+    pub fn new(shapes: &[Shape]) -> Self {
+        let features = shapes
+            .iter()
+            .map(|s| match s {
+                Shape::Sphere { .. } => None,
+                Shape::Mesh(m) => Some(MeshFeatures::new(m)),
+            })
+            .collect();
+        let radius = shapes.iter().map(Shape::bounding_radius).collect();
+        Self { shapes: shapes.to_vec(), features, radius }
+    }
+
+    /// Number of shapes.
+    pub fn len(&self) -> usize {
+        self.shapes.len()
+    }
+
+    /// True when there is no shape.
+    pub fn is_empty(&self) -> bool {
+        self.shapes.is_empty()
+    }
+
+    /// Shape `k`.
+    pub fn shape(&self, k: u32) -> &Shape {
+        &self.shapes[k as usize]
+    }
+
+    /// Mesh features of shape `k` (`None` for a sphere).
+    pub fn features(&self, k: u32) -> Option<&MeshFeatures> {
+        self.features[k as usize].as_ref()
+    }
+
+    /// Bounding radius of shape `k` about the centre of mass.
+    pub fn bounding_radius(&self, k: u32) -> f64 {
+        self.radius[k as usize]
+    }
+}
+
+/// Narrow phase for the body pair `(i, j)` (local indices, any order): pushes
+/// the contacts whose gap is below `params.contact_distance` into `out`, with
+/// `a` the smaller global id. Dispatches on the shape pair; mesh–mesh is not
+/// implemented yet and reports nothing.
+pub fn narrow_phase(i: usize, j: usize, bodies: &Bodies, shapes: &ContactShapes, params: &DetectParams, out: &mut Contacts) {
+    let (si, sj) = (bodies.shape[i], bodies.shape[j]);
+    let (pi, pj) = (BodyPose::of(bodies, i), BodyPose::of(bodies, j));
+    let cd = params.contact_distance;
+    let found = match (shapes.shape(si), shapes.shape(sj)) {
+        (Shape::Sphere { radius: ri }, Shape::Sphere { radius: rj }) => sphere_sphere::sphere_sphere(&pi, *ri, &pj, *rj, cd),
+        (Shape::Sphere { radius }, Shape::Mesh(m)) => {
+            let f = shapes.features(sj).expect("mesh shapes have features");
+            sphere_mesh::sphere_mesh(&pi, *radius, &pj, m, f, cd)
+        }
+        (Shape::Mesh(m), Shape::Sphere { radius }) => {
+            let f = shapes.features(si).expect("mesh shapes have features");
+            sphere_mesh::sphere_mesh(&pj, *radius, &pi, m, f, cd)
+        }
+        // Mesh–mesh: a later issue (contact/vertex_face.rs, contact/edge_edge.rs).
+        (Shape::Mesh(_), Shape::Mesh(_)) => None,
+    };
+    if let Some(c) = found {
+        out.push(c);
+    }
+}
+
+/// Narrow phase for local body `i` against wall `w`: pushes the contacts
+/// whose gap is below `params.contact_distance` (one for a sphere, one per
+/// close vertex for a mesh) into `out`.
+pub fn narrow_phase_wall(
+    i: usize,
+    w: usize,
+    bodies: &Bodies,
+    shapes: &ContactShapes,
+    walls: &[Wall],
+    params: &DetectParams,
+    out: &mut Contacts,
+) {
+    let p = BodyPose::of(bodies, i);
+    let cd = params.contact_distance;
+    match shapes.shape(bodies.shape[i]) {
+        Shape::Sphere { radius } => {
+            if let Some(c) = sphere_wall::sphere_wall(&p, *radius, w, &walls[w], cd) {
+                out.push(c);
+            }
+        }
+        Shape::Mesh(m) => mesh_wall::mesh_wall(&p, m, w, &walls[w], cd, out),
+    }
+}
+
+/// Detects the contacts of the local bodies; the top-level call of stage 2.
+///
+/// `bodies` holds the owned bodies at `0..n_owned` and ghosts after. The
+/// Verlet list is rebuilt when it is stale (some body moved more than
+/// `skin / 2`, or the local bodies changed: see [`VerletList::is_stale`]);
+/// the narrow phase then runs on its candidate pairs. `out` is cleared and
+/// receives every contact whose smaller-id body is owned (local index
+/// `< n_owned`), and every wall contact of an owned body — so over all ranks
+/// each contact exists exactly once. Order: body pairs in ascending local
+/// index pairs, then wall contacts by (body, wall). Returns true when the
+/// Verlet list was rebuilt.
+pub fn detect(
+    bodies: &Bodies,
+    n_owned: usize,
+    shapes: &ContactShapes,
+    walls: &[Wall],
+    params: &DetectParams,
+    verlet: &mut VerletList,
+    out: &mut Contacts,
+) -> bool {
+    out.clear();
+    let rebuilt = verlet.is_stale(bodies, walls.len(), params);
+    if rebuilt {
+        verlet.build(bodies, shapes, walls, params);
+    }
+    for &(i, j) in verlet.pairs() {
+        let owner = if bodies.id[i] < bodies.id[j] { i } else { j };
+        if owner < n_owned {
+            narrow_phase(i, j, bodies, shapes, params, out);
+        }
+    }
+    for &(i, w) in verlet.wall_pairs() {
+        if i < n_owned {
+            narrow_phase_wall(i, w, bodies, shapes, walls, params, out);
+        }
+    }
+    rebuilt
+}
