@@ -1,12 +1,19 @@
-//! The time loop: calls the stages of one step in DESIGN.md order and writes
-//! frames, thermo lines and the summary.
+//! The time loop (DESIGN.md "One time step"): neighbours (migrate, ghosts),
+//! contacts, solver, output — each stage called in order with its inputs,
+//! timed per phase; frames, checkpoints, thermo lines and the summary.
 use crate::body::Bodies;
-use crate::io::{ContactRecords, FrameWriter, IoError};
+use crate::contact::{self, ContactShapes, Contacts, DetectParams, VerletList, WALL_ID_BASE};
+use crate::io::{self, CheckpointExtra, ContactRecord, ContactRecords, FrameWriter, IoError};
+use crate::parallel::domain::Domain;
+use crate::parallel::exchange::{self, Layout};
+use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::{self, Comm};
 use crate::scene::Scene;
+use crate::solver::{ContactForces, FreeFlight, Solver, StepContext};
 use crate::timers::Timers;
 use mpi::traits::*;
-use nalgebra::{UnitQuaternion, Vector3};
+use nalgebra::Vector3;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -19,6 +26,8 @@ pub enum RunError {
     Input(String),
     #[error(transparent)]
     Io(#[from] IoError),
+    #[error("step {step}: {message}")]
+    Solver { step: u64, message: String },
     #[error("{0}")]
     Runtime(String),
 }
@@ -38,6 +47,8 @@ impl RunError {
 pub struct RunOptions {
     /// Replace the frames of an earlier run in the output directory.
     pub overwrite: bool,
+    /// Continue from a checkpoint: (step, time) it was written at.
+    pub restart: Option<(u64, f64)>,
 }
 
 /// Final diagnostics, also written to OUT/summary.json.
@@ -55,12 +66,12 @@ pub struct Summary {
     pub solver_iterations_per_step: Vec<u64>,
     pub wall_time: f64,
     /// Seconds per phase: [min, mean, max] over ranks.
-    pub phases: std::collections::BTreeMap<String, [f64; 3]>,
-    /// Total force on every fixed body and wall from its contacts.
+    pub phases: BTreeMap<String, [f64; 3]>,
+    /// Total contact force on every fixed body and wall at the end.
     pub reactions: Vec<Reaction>,
 }
 
-/// Reaction force on a fixed body or a wall.
+/// Contact force on a fixed body or a wall (walls: id = 2^63 + index).
 #[derive(Debug, serde::Serialize)]
 pub struct Reaction {
     pub body: u64,
@@ -73,11 +84,11 @@ pub fn step_count(t_end: f64, dt: f64) -> u64 {
 }
 
 /// Refuses to clobber an earlier run unless asked; creates the directory.
-fn prepare_output(comm: &Comm, dir: &Path, overwrite: bool) -> Result<(), RunError> {
+fn prepare_output(comm: &Comm, dir: &Path, opts: &RunOptions) -> Result<(), RunError> {
     let mut msg = String::new();
     if comm.rank() == 0 {
         let frames = dir.join("frames.h5");
-        if frames.exists() && !overwrite {
+        if frames.exists() && !opts.overwrite && opts.restart.is_none() {
             msg = format!(
                 "output.dir: {} already holds a run (frames.h5); choose another output.dir or pass --overwrite",
                 dir.display()
@@ -94,85 +105,242 @@ fn prepare_output(comm: &Comm, dir: &Path, overwrite: bool) -> Result<(), RunErr
     }
 }
 
-/// Free flight of the owned bodies over one step: exact for constant
-/// acceleration (x += v dt + g dt²/2), rotation by exp(ω dt); locked DOFs
-/// stay put.
-pub fn free_flight(bodies: &mut Bodies, n_owned: usize, gravity: &Vector3<f64>, dt: f64) {
-    for i in 0..n_owned {
-        let mask = bodies.dof_mask[i];
-        for k in 0..3 {
-            if mask & (1 << k) != 0 {
-                bodies.position[i][k] += bodies.velocity[i][k] * dt + 0.5 * gravity[k] * dt * dt;
-                bodies.velocity[i][k] += gravity[k] * dt;
-            } else {
-                bodies.velocity[i][k] = 0.0;
+/// The state of a run on one rank: owned bodies then ghosts, the process
+/// grid, contacts and the neighbour lists.
+pub struct Sim<'a> {
+    pub comm: &'a Comm,
+    pub scene: &'a Scene,
+    pub domain: Domain,
+    pub bodies: Bodies,
+    pub layout: Layout,
+    pub shapes: ContactShapes,
+    pub contacts: Contacts,
+    pub forces: ContactForces,
+    verlet: VerletList,
+    params: DetectParams,
+    /// Owned positions when the ghost lists were last built.
+    reference: Vec<Vector3<f64>>,
+    pub timers: Timers,
+    /// Neighbour-list rebuilds (migrate + borders) so far.
+    pub rebuilds: u64,
+}
+
+impl<'a> Sim<'a> {
+    /// Distributes `bodies` (any subset per rank, e.g. the whole scene on
+    /// every rank, or a checkpoint slab) to their owners.
+    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, whole_scene_everywhere: bool) -> Self {
+        let (lo, hi) = scene.bounding_box();
+        let domain = Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim);
+        let mut bodies = bodies;
+        let me = comm.rank() as usize;
+        if whole_scene_everywhere {
+            bodies.retain(|b| domain.owner(&b.position) == me);
+        }
+        let n = bodies.len();
+        let mut sim = Sim {
+            comm,
+            scene,
+            domain,
+            bodies,
+            layout: Layout::default(),
+            shapes: ContactShapes::new(&scene.shapes),
+            contacts: Contacts::new(),
+            forces: ContactForces::default(),
+            verlet: VerletList::new(),
+            params: DetectParams { skin: scene.contact.skin, contact_distance: scene.contact.distance },
+            reference: Vec::new(),
+            timers: Timers::default(),
+            rebuilds: 0,
+        };
+        sim.layout.n_owned = n;
+        sim.neighbours(true);
+        sim
+    }
+
+    pub fn n_owned(&self) -> usize {
+        self.layout.n_owned
+    }
+
+    /// Step 1: migrate and rebuild ghosts when some body (anywhere) moved
+    /// more than half the skin since the last rebuild, else refresh ghosts.
+    pub fn neighbours(&mut self, force: bool) {
+        let n = self.layout.n_owned;
+        let moved = (0..n.min(self.reference.len()))
+            .map(|i| (self.bodies.position[i] - self.reference[i]).norm())
+            .fold(0.0, f64::max);
+        let stale = force || self.reference.len() != n || moved > 0.5 * self.params.skin;
+        if parallel::all_ok(self.comm, !stale) {
+            self.timers.time("ghost_exchange", || exchange::forward(self.comm, &mut self.bodies, &self.layout));
+            return;
+        }
+        let (comm, domain) = (self.comm, &self.domain);
+        let bodies = &mut self.bodies;
+        self.timers.time("migration", || exchange::migrate(comm, domain, bodies, n));
+        let n = bodies.len();
+        let extra = self.params.skin + self.params.contact_distance;
+        let shapes = &self.scene.shapes;
+        self.layout = self.timers.time("ghost_exchange", || exchange::borders(comm, domain, bodies, n, shapes, extra));
+        self.reference = self.bodies.position[..n].to_vec();
+        self.verlet.invalidate();
+        self.rebuilds += 1;
+    }
+
+    /// Step 2: contacts of the owned bodies (each contact on one rank).
+    pub fn detect(&mut self) {
+        let (b, n, s, w, p) = (&self.bodies, self.layout.n_owned, &self.shapes, &self.scene.walls, &self.params);
+        let (verlet, out) = (&mut self.verlet, &mut self.contacts);
+        self.timers.time("narrow_phase", || contact::detect(b, n, s, w, p, verlet, out));
+    }
+
+    /// Contacts with their forces, for a frame.
+    pub fn contact_records(&self) -> ContactRecords {
+        let mut r = ContactRecords::new();
+        for (k, c) in self.contacts.iter().enumerate() {
+            r.push(ContactRecord {
+                body_a: c.a,
+                body_b: c.b,
+                sub_a: c.sub_a,
+                sub_b: c.sub_b,
+                point: c.point,
+                normal: c.normal,
+                gap: c.gap,
+                force_normal: self.forces.f_n.get(k).copied().unwrap_or(0.0),
+                force_tangent: self.forces.f_t.get(k).copied().unwrap_or_else(Vector3::zeros),
+            });
+        }
+        r
+    }
+
+    /// Total contact force on every fixed body and wall, gathered on every
+    /// rank, sorted by id.
+    pub fn reactions(&self) -> Vec<Reaction> {
+        let mut local: BTreeMap<u64, Vector3<f64>> = BTreeMap::new();
+        for (k, c) in self.contacts.iter().enumerate() {
+            let f = c.normal * self.forces.f_n.get(k).copied().unwrap_or(0.0)
+                + self.forces.f_t.get(k).copied().unwrap_or_else(Vector3::zeros);
+            if c.b >= WALL_ID_BASE || self.bodies.fixed[c.ib] {
+                *local.entry(c.b).or_insert_with(Vector3::zeros) += f;
+            }
+            if self.bodies.fixed[c.ia] {
+                *local.entry(c.a).or_insert_with(Vector3::zeros) -= f;
             }
         }
-        let mut w = bodies.angular_velocity[i];
-        for k in 0..3 {
-            if mask & (1 << (3 + k)) == 0 {
-                w[k] = 0.0;
-            }
+        let mut recs = FlatRecords::new(0, 3);
+        for (id, f) in &local {
+            recs.push(*id, &[], f.as_slice());
         }
-        bodies.angular_velocity[i] = w;
-        bodies.orientation[i] = UnitQuaternion::from_scaled_axis(w * dt) * bodies.orientation[i];
+        // Everything to rank 0, summed there in id order, then broadcast.
+        let got = send_to(self.comm, &recs, &vec![0; recs.len()]);
+        let mut sum: BTreeMap<u64, Vector3<f64>> = BTreeMap::new();
+        for i in 0..got.len() {
+            let f = got.f_row(i);
+            *sum.entry(got.keys[i]).or_insert_with(Vector3::zeros) += Vector3::new(f[0], f[1], f[2]);
+        }
+        let mut flat: Vec<f64> = sum.iter().flat_map(|(id, f)| [f64::from_bits(*id), f.x, f.y, f.z]).collect();
+        let mut len = flat.len() as u64;
+        let root = self.comm.process_at_rank(0);
+        root.broadcast_into(&mut len);
+        flat.resize(len as usize, 0.0);
+        if len > 0 {
+            root.broadcast_into(&mut flat[..]);
+        }
+        flat.chunks(4).map(|c| Reaction { body: c[0].to_bits(), force: [c[1], c[2], c[3]] }).collect()
     }
 }
 
-/// Runs the scene to t_end on every rank of `comm`.
-pub fn run(comm: &Comm, scene: Scene, opts: &RunOptions) -> Result<Summary, RunError> {
-    let rank = comm.rank() as usize;
-    let ranks = comm.size() as usize;
-    let out_dir = scene.output.dir.clone();
-    prepare_output(comm, &out_dir, opts.overwrite)?;
-
-    let mut bodies = scene.bodies.clone();
-    let n_global = bodies.len() as u64;
-    parallel::ownership::keep_owned(&mut bodies, rank, ranks);
-    let n_owned = bodies.len();
-
-    let dt = scene.simulation.dt;
-    let steps = step_count(scene.simulation.t_end, dt);
-    let gravity = scene.simulation.gravity;
-    let mut timers = Timers::default();
-    let contacts = ContactRecords::default();
-    let mut thermo = Thermo::open(comm, &out_dir.join("log.txt"))?;
-
-    let mut frames = FrameWriter::create(comm, &out_dir, &scene)?;
-    let t0 = Instant::now();
-    frames.write_frame(0, 0.0, dt, &bodies, n_owned, &contacts)?;
-    log::info!(
-        "stiffgrain {}: {} bodies on {ranks} rank(s), solver {}, {steps} steps of dt = {dt:e}",
-        env!("CARGO_PKG_VERSION"),
-        n_global,
-        scene.simulation.solver.name()
-    );
+/// Picks the solver for the scene.
+fn make_solver(scene: &Scene) -> Box<dyn Solver> {
     log::warn!(
         "solver {}: contact forces are not implemented yet; bodies move in free flight",
         scene.simulation.solver.name()
     );
+    Box::new(FreeFlight)
+}
+
+/// Runs the scene to t_end on every rank of `comm`. `bodies` is the whole
+/// scene on every rank for a fresh run, or this rank's slab of a checkpoint.
+pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Result<Summary, RunError> {
+    let rank = comm.rank() as usize;
+    let ranks = comm.size() as usize;
+    let out_dir = scene.output.dir.clone();
+    prepare_output(comm, &out_dir, opts)?;
+
+    let mut sim = Sim::new(comm, scene, bodies, opts.restart.is_none());
+    let n_global = parallel::sum_u64(comm, sim.n_owned() as u64);
+    let mut solver = make_solver(scene);
+
+    let dt = scene.simulation.dt;
+    let (first_step, t0_sim) = opts.restart.unwrap_or((0, 0.0));
+    let steps = step_count(scene.simulation.t_end, dt);
+    let mut thermo = Thermo::open(comm, &out_dir.join("log.txt"), opts.restart.is_some())?;
+    let mut frames = match opts.restart {
+        None => FrameWriter::create(comm, &out_dir, scene)?,
+        Some((step, _)) => FrameWriter::append(comm, &out_dir, scene, step)?,
+    };
+    let wall0 = Instant::now();
+    log::info!(
+        "stiffgrain {}: {} bodies on {ranks} rank(s) ({}x{}x{} grid), solver {}, steps {}..{steps} of dt = {dt:e}",
+        env!("CARGO_PKG_VERSION"),
+        n_global,
+        sim.domain.dims[0],
+        sim.domain.dims[1],
+        sim.domain.dims[2],
+        scene.simulation.solver.name(),
+        first_step + 1,
+    );
+    sim.detect();
+    if opts.restart.is_none() {
+        frames.write_frame(0, 0.0, dt, &sim.bodies, sim.n_owned(), &sim.contact_records())?;
+    }
     log::info!("{}", Thermo::HEADER);
-    let mut iterations_per_step = Vec::with_capacity(steps as usize);
-    for step in 1..=steps {
-        let time = step as f64 * dt;
-        timers.time("solve", || free_flight(&mut bodies, n_owned, &gravity, dt));
-        iterations_per_step.push(0);
+    let mut iterations_per_step = Vec::new();
+    let mut n_contacts = 0;
+    for step in first_step + 1..=steps {
+        let time = t0_sim + (step - first_step) as f64 * dt;
+        if step > first_step + 1 {
+            sim.neighbours(false);
+            sim.detect();
+        }
+        let report = {
+            let ctx = StepContext {
+                comm,
+                scene,
+                shapes: &sim.shapes,
+                layout: &sim.layout,
+                contacts: &sim.contacts,
+                step,
+                time: time - dt,
+                dt,
+            };
+            let (bodies, forces) = (&mut sim.bodies, &mut sim.forces);
+            sim.timers.time("solve", || solver.step(&ctx, bodies, forces))
+        };
+        let report = report.map_err(|e| RunError::Solver { step, message: e.to_string() })?;
+        iterations_per_step.push(report.iterations);
         let last = step == steps;
         if last || (scene.output.every > 0 && step % scene.output.every == 0) {
-            timers.time("output", || frames.write_frame(step, time, dt, &bodies, n_owned, &contacts))?;
+            let recs = sim.contact_records();
+            let (b, n) = (&sim.bodies, sim.n_owned());
+            sim.timers.time("output", || frames.write_frame(step, time, dt, b, n, &recs))?;
+        }
+        if scene.output.checkpoint_every > 0 && step % scene.output.checkpoint_every == 0 {
+            write_checkpoint(comm, scene, &sim, step, time, dt)?;
         }
         if last || step % scene.output.thermo_every == 0 {
-            let ke = parallel::sum_f64(comm, bodies.kinetic_energy(n_owned));
-            let wall = t0.elapsed().as_secs_f64();
-            let eta = wall / step as f64 * (steps - step) as f64;
-            thermo.line(step, time, dt, n_global, 0, ke, 0, wall, eta)?;
+            let ke = parallel::sum_f64(comm, sim.bodies.kinetic_energy(sim.n_owned()));
+            n_contacts = parallel::sum_u64(comm, sim.contacts.len() as u64);
+            let wall = wall0.elapsed().as_secs_f64();
+            let done = (step - first_step) as f64;
+            let eta = wall / done * (steps - step) as f64;
+            thermo.line(step, time, dt, n_global, n_contacts, ke, report.iterations, wall, eta)?;
         }
     }
-    let wall_time = t0.elapsed().as_secs_f64();
-    let ke = parallel::sum_f64(comm, bodies.kinetic_energy(n_owned));
+    let wall_time = wall0.elapsed().as_secs_f64();
+    let ke = parallel::sum_f64(comm, sim.bodies.kinetic_energy(sim.n_owned()));
+    let reactions = sim.reactions();
 
-    let mut phases = std::collections::BTreeMap::new();
-    for (name, secs) in timers.iter() {
+    let mut phases = BTreeMap::new();
+    for (name, secs) in sim.timers.iter() {
         let max = parallel::max_f64(comm, secs);
         let min = -parallel::max_f64(comm, -secs);
         let mean = parallel::sum_f64(comm, secs) / ranks as f64;
@@ -184,21 +352,38 @@ pub fn run(comm: &Comm, scene: Scene, opts: &RunOptions) -> Result<Summary, RunE
         ranks,
         bodies: n_global,
         steps,
-        time: steps as f64 * dt,
-        contacts: 0,
+        time: t0_sim + (steps - first_step) as f64 * dt,
+        contacts: n_contacts,
         kinetic_energy: ke,
         solver_iterations_total: iterations_per_step.iter().sum(),
         solver_iterations_per_step: iterations_per_step,
         wall_time,
         phases,
-        reactions: Vec::new(),
+        reactions,
     };
     if rank == 0 {
         write_json_atomically(&out_dir.join("summary.json"), &summary)
             .map_err(|e| RunError::Runtime(format!("{}: {e}", out_dir.join("summary.json").display())))?;
-        log::info!("done: {steps} steps in {wall_time:.2} s; wrote {}", out_dir.display());
+        log::info!(
+            "done: steps {}..{steps} in {wall_time:.2} s ({} neighbour rebuilds); wrote {}",
+            first_step + 1,
+            sim.rebuilds,
+            out_dir.display()
+        );
     }
     Ok(summary)
+}
+
+fn write_checkpoint(comm: &Comm, scene: &Scene, sim: &Sim, step: u64, time: f64, dt: f64) -> Result<(), RunError> {
+    let dir = &scene.output.dir;
+    let path = io::checkpoint_path(dir, step);
+    let extra = CheckpointExtra::default();
+    io::write_checkpoint(comm, &path, step, time, dt, scene, &sim.bodies, sim.n_owned(), &extra)?;
+    if comm.rank() == 0 {
+        io::prune_checkpoints(dir, scene.output.checkpoint_keep)?;
+        log::info!("checkpoint {}", path.display());
+    }
+    Ok(())
 }
 
 fn write_json_atomically(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
@@ -221,9 +406,14 @@ impl Thermo {
     const HEADER: &'static str =
         "      step          time          dt    bodies  contacts  kinetic_energy  iters    wall[s]     left[s]";
 
-    fn open(comm: &Comm, path: &PathBuf) -> Result<Self, RunError> {
+    fn open(comm: &Comm, path: &PathBuf, append: bool) -> Result<Self, RunError> {
         let file = if comm.rank() == 0 {
-            let mut f = std::fs::File::create(path)
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(append)
+                .write(true)
+                .truncate(!append)
+                .open(path)
                 .map_err(|e| RunError::Runtime(format!("{}: cannot create: {e}", path.display())))?;
             let _ = writeln!(f, "{}", Self::HEADER);
             Some(f)

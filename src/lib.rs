@@ -12,4 +12,5 @@ pub mod logging;
 pub mod parallel;
 pub mod petsc;
 pub mod scene;
+pub mod solver;
 pub mod timers;

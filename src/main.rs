@@ -3,7 +3,7 @@ use clap::{Parser, Subcommand};
 use mpi::traits::*;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use stiffgrain::{config, driver, logging, parallel, petsc};
+use stiffgrain::{config, driver, io, logging, parallel, petsc};
 
 #[derive(Parser)]
 #[command(name = "stiffgrain", version, about = "Stiff rigid grains on distributed-memory machines")]
@@ -27,6 +27,15 @@ enum Command {
         #[arg(long)]
         overwrite: bool,
         /// Options after `--` go to PETSc (-ksp_type, -pc_type, -snes_monitor, -log_view).
+        #[arg(last = true, value_name = "PETSC OPTIONS")]
+        petsc: Vec<String>,
+    },
+    /// Resume a run from a checkpoint, on any number of ranks.
+    Restart {
+        checkpoint: PathBuf,
+        /// Override a key of the run's config, e.g. --set simulation.t_end=2.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
         #[arg(last = true, value_name = "PETSC OPTIONS")]
         petsc: Vec<String>,
     },
@@ -63,29 +72,67 @@ fn main() -> ExitCode {
             Command::Run { config, set, overwrite, petsc: petsc_args } => match load(&world, &config, &set) {
                 Err(code) => code,
                 Ok(scene) => {
-                    let p = match petsc::Petsc::initialize(&petsc_args) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            log::error!("PETSc initialisation failed: {e}");
-                            return ExitCode::from(1);
-                        }
-                    };
-                    let result = driver::run(&world, scene, &driver::RunOptions { overwrite });
-                    drop(p);
-                    match result {
-                        Ok(_) => 0,
-                        Err(e) => {
-                            if world.rank() == 0 || e.exit_code() != 2 {
-                                eprintln!("stiffgrain: {e}");
-                            }
-                            e.exit_code()
-                        }
-                    }
+                    let opts = driver::RunOptions { overwrite, restart: None };
+                    with_petsc(&world, &petsc_args, || driver::run(&world, &scene, scene.bodies.clone(), &opts))
                 }
             },
+            Command::Restart { checkpoint, set, petsc: petsc_args } => {
+                let cp = match io::read_checkpoint(&world, &checkpoint) {
+                    Ok(cp) => cp,
+                    Err(e) => {
+                        if world.rank() == 0 {
+                            eprintln!("{e}");
+                        }
+                        return ExitCode::from(2);
+                    }
+                };
+                let scene = config::apply_overrides(&checkpoint.display().to_string(), &cp.config_text, &set)
+                    .and_then(|text| config::from_resolved_text(&checkpoint, &text));
+                match scene {
+                    Err(e) => {
+                        if world.rank() == 0 {
+                            eprintln!("{e}");
+                        }
+                        2
+                    }
+                    Ok(scene) => {
+                        let opts = driver::RunOptions { overwrite: false, restart: Some((cp.step, cp.time)) };
+                        if world.rank() == 0 {
+                            log::info!("restart from {} at step {} (t = {:e})", checkpoint.display(), cp.step, cp.time);
+                        }
+                        with_petsc(&world, &petsc_args, || driver::run(&world, &scene, cp.bodies, &opts))
+                    }
+                }
+            }
         }
     };
     ExitCode::from(code)
+}
+
+/// Runs `f` between PETSc's initialisation and finalisation; returns the exit status.
+fn with_petsc(
+    world: &parallel::Comm,
+    args: &[String],
+    f: impl FnOnce() -> Result<driver::Summary, driver::RunError>,
+) -> u8 {
+    let p = match petsc::Petsc::initialize(args) {
+        Ok(p) => p,
+        Err(e) => {
+            log::error!("PETSc initialisation failed: {e}");
+            return 1;
+        }
+    };
+    let result = f();
+    drop(p);
+    match result {
+        Ok(_) => 0,
+        Err(e) => {
+            if world.rank() == 0 || e.exit_code() != 2 {
+                eprintln!("stiffgrain: {e}");
+            }
+            e.exit_code()
+        }
+    }
 }
 
 /// Rank 0 reads the file and applies overrides; every rank validates the same

@@ -48,6 +48,15 @@ pub fn read_resolved(path: &Path, overrides: &[String]) -> Result<String, Config
     toml::to_string(&table).map_err(|e| ConfigError::new(&file, "(file)", format!("cannot serialise: {e}")))
 }
 
+/// Applies overrides to resolved TOML text (e.g. a checkpoint's config).
+pub fn apply_overrides(label: &str, text: &str, overrides: &[String]) -> Result<String, ConfigError> {
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| syntax_error(label, text, &e))?;
+    for o in overrides {
+        overrides::apply(&mut table, o)?;
+    }
+    toml::to_string(&table).map_err(|e| ConfigError::new(label, "(file)", format!("cannot serialise: {e}")))
+}
+
 /// Validates resolved TOML text into a scene; `path` names the file in errors.
 pub fn from_resolved_text(path: &Path, text: &str) -> Result<Scene, ConfigError> {
     let file = path.display().to_string();

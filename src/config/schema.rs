@@ -21,6 +21,19 @@ pub struct Config {
     pub output: OutputCfg,
     #[serde(default)]
     pub solver: SolverCfg,
+    #[serde(default)]
+    pub contact: ContactCfg,
+}
+
+/// Contact detection: Verlet skin and detection distance (defaults scale
+/// with the smallest body).
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContactCfg {
+    /// Verlet skin; lists are rebuilt when a body moved more than skin/2.
+    pub skin: Option<f64>,
+    /// Contacts are reported while the gap is below this distance.
+    pub distance: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]

@@ -2,7 +2,7 @@
 use super::schema::*;
 use super::ConfigError;
 use crate::body::{Bodies, Body, Shape, TriMesh, DOF_2D, DOF_ALL, DOF_NONE};
-use crate::scene::{generate, Material, Output, Scene, Simulation, SolverSettings, Wall};
+use crate::scene::{generate, ContactSettings, Material, Output, Scene, Simulation, SolverSettings, Wall};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -238,7 +238,20 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
             n => n,
         },
     };
-    Ok(Scene { simulation, materials, shapes, shape_names, bodies, walls, output, solver, config_text })
+    // Defaults scale with the smallest body: a skin of a fifth of its radius,
+    // and a detection distance of a tenth.
+    let rmin = shapes.iter().map(|s| s.bounding_radius()).fold(f64::INFINITY, f64::min);
+    let contact = ContactSettings {
+        skin: match cfg.contact.skin {
+            Some(v) => c.positive("contact.skin", v)?,
+            None => 0.2 * rmin,
+        },
+        distance: match cfg.contact.distance {
+            Some(v) => c.non_negative("contact.distance", v)?,
+            None => 0.1 * rmin,
+        },
+    };
+    Ok(Scene { simulation, materials, shapes, shape_names, bodies, walls, output, solver, contact, config_text })
 }
 
 fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {

@@ -74,6 +74,13 @@ pub struct SolverSettings {
     pub max_iterations: u32,
 }
 
+/// Contact detection settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContactSettings {
+    pub skin: f64,
+    pub distance: f64,
+}
+
 /// A complete, validated scene. Body ids are 0..n in generation order.
 #[derive(Clone, Debug)]
 pub struct Scene {
@@ -86,6 +93,7 @@ pub struct Scene {
     pub walls: Vec<Wall>,
     pub output: Output,
     pub solver: SolverSettings,
+    pub contact: ContactSettings,
     /// The resolved configuration as TOML (overrides applied), kept in outputs.
     pub config_text: String,
 }

@@ -1,0 +1,98 @@
+//! The interface between the time loop and the physics (step 3 of the time
+//! step): a solver advances the owned bodies over one step given the contacts
+//! detected at its start. `cd`, `compatible-cd` and `dem` implement it.
+use crate::body::Bodies;
+use crate::contact::{ContactShapes, Contacts};
+use crate::parallel::exchange::Layout;
+use crate::parallel::Comm;
+use crate::scene::Scene;
+use nalgebra::Vector3;
+
+/// Everything a solver reads in one step. Bodies `0..layout.n_owned` are
+/// owned, the rest are ghosts (read-only copies of other ranks' bodies).
+pub struct StepContext<'a> {
+    pub comm: &'a Comm,
+    pub scene: &'a Scene,
+    pub shapes: &'a ContactShapes,
+    pub layout: &'a Layout,
+    /// This rank's contacts: each global contact exists on exactly one rank,
+    /// the owner of its smaller-id body. `ib` may index a ghost or be a wall.
+    pub contacts: &'a Contacts,
+    pub step: u64,
+    pub time: f64,
+    pub dt: f64,
+}
+
+/// Forces of the contacts of one step, in `Contacts` order: the force on
+/// body b is `f_n · normal + f_t`, on body a its opposite.
+#[derive(Clone, Debug, Default)]
+pub struct ContactForces {
+    pub f_n: Vec<f64>,
+    pub f_t: Vec<Vector3<f64>>,
+    /// Compatible normal force (compatible-cd), else empty.
+    pub f_compatible: Vec<f64>,
+}
+
+/// What a step reports for the thermo line and summary.json.
+#[derive(Clone, Debug, Default)]
+pub struct StepReport {
+    /// Solver iterations (APGD/PGS sweeps, or Newton iterations).
+    pub iterations: u64,
+    /// The time step actually taken (adaptive solvers may shorten it).
+    pub dt: f64,
+}
+
+/// A solver failure; the run writes a last checkpoint and stops.
+#[derive(Debug, thiserror::Error)]
+pub enum SolverError {
+    #[error("PETSc: {0}")]
+    Petsc(#[from] crate::petsc::PetscError),
+    #[error("not converged after {iterations} iterations (residual {residual:e})")]
+    NotConverged { iterations: u64, residual: f64 },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// One physics.
+pub trait Solver {
+    /// Advances the owned bodies from `ctx.time` by `ctx.dt` (or less, as
+    /// reported); fills `forces` for `ctx.contacts`.
+    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError>;
+}
+
+/// Motion under gravity alone, exact for constant acceleration
+/// (x += v dt + g dt²/2) with rotation by exp(ω dt); locked DOFs stay put.
+/// The stand-in for solvers whose contact physics is not there yet.
+pub struct FreeFlight;
+
+impl Solver for FreeFlight {
+    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError> {
+        free_flight(bodies, ctx.layout.n_owned, &ctx.scene.simulation.gravity, ctx.dt);
+        forces.f_n = vec![0.0; ctx.contacts.len()];
+        forces.f_t = vec![Vector3::zeros(); ctx.contacts.len()];
+        Ok(StepReport { iterations: 0, dt: ctx.dt })
+    }
+}
+
+/// See [`FreeFlight`].
+pub fn free_flight(bodies: &mut Bodies, n_owned: usize, gravity: &Vector3<f64>, dt: f64) {
+    for i in 0..n_owned {
+        let mask = bodies.dof_mask[i];
+        for k in 0..3 {
+            if mask & (1 << k) != 0 {
+                bodies.position[i][k] += bodies.velocity[i][k] * dt + 0.5 * gravity[k] * dt * dt;
+                bodies.velocity[i][k] += gravity[k] * dt;
+            } else {
+                bodies.velocity[i][k] = 0.0;
+            }
+        }
+        let mut w = bodies.angular_velocity[i];
+        for k in 0..3 {
+            if mask & (1 << (3 + k)) == 0 {
+                w[k] = 0.0;
+            }
+        }
+        bodies.angular_velocity[i] = w;
+        bodies.orientation[i] = nalgebra::UnitQuaternion::from_scaled_axis(w * dt) * bodies.orientation[i];
+    }
+}
