@@ -123,6 +123,8 @@ pub struct Sim<'a> {
     pub timers: Timers,
     /// Neighbour-list rebuilds (migrate + borders) so far.
     pub rebuilds: u64,
+    /// RCB rebalances so far.
+    pub rebalances: u64,
 }
 
 impl<'a> Sim<'a> {
@@ -151,6 +153,7 @@ impl<'a> Sim<'a> {
             reference: Vec::new(),
             timers: Timers::default(),
             rebuilds: 0,
+            rebalances: 0,
         };
         sim.layout.n_owned = n;
         sim.neighbours(true);
@@ -173,6 +176,8 @@ impl<'a> Sim<'a> {
             self.timers.time("ghost_exchange", || exchange::forward(self.comm, &mut self.bodies, &self.layout));
             return;
         }
+        self.bodies.truncate(n);
+        self.rebalance();
         let (comm, domain) = (self.comm, &self.domain);
         let bodies = &mut self.bodies;
         self.timers.time("migration", || exchange::migrate(comm, domain, bodies, n));
@@ -183,6 +188,23 @@ impl<'a> Sim<'a> {
         self.reference = self.bodies.position[..n].to_vec();
         self.verlet.invalidate();
         self.rebuilds += 1;
+    }
+
+    /// Recomputes the rank boxes by RCB when the body counts are uneven.
+    fn rebalance(&mut self) {
+        let size = self.comm.size() as usize;
+        if size == 1 {
+            return;
+        }
+        let n = self.layout.n_owned as f64;
+        let (max, mean) = (parallel::max_f64(self.comm, n), parallel::sum_f64(self.comm, n) / size as f64);
+        if mean <= 0.0 || max / mean <= self.scene.imbalance {
+            return;
+        }
+        let positions = &self.bodies.position[..self.layout.n_owned];
+        self.domain = self.timers.time("migration", || Domain::rcb(self.comm, positions, self.scene.simulation.dim));
+        self.rebalances += 1;
+        log::info!("rebalanced by RCB: max/mean bodies per rank was {:.2}", max / mean);
     }
 
     /// Step 2: contacts of the owned bodies (each contact on one rank).

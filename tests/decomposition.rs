@@ -276,3 +276,25 @@ fn restart_on_another_rank_count_continues_the_same_run() {
         assert!(String::from_utf8_lossy(&o.stderr).contains("checkpoint-bad.h5"));
     }
 }
+
+#[test]
+fn uneven_load_is_rebalanced_by_rcb_without_changing_results() {
+    // One far-away fixed body stretches the scene box, so the grid leaves
+    // almost every body on one rank until RCB rebalances.
+    let text = STREAM.replace(
+        "[output]",
+        "[[body]]\nshape = \"s\"\nposition = [40.0, 40.0, 40.0]\nfixed = true\n\n[output]",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let one = run(1, dir.path(), "rcb", &text);
+    for np in [3, 4] {
+        let (out, log) = run_log(np, dir.path(), "rcb", &text);
+        assert!(log.contains("rebalanced by RCB"), "no rebalance at {np} ranks: {log}");
+        let (fa, fb) = (hdf5::File::open(one.join("frames.h5")).unwrap(), hdf5::File::open(out.join("frames.h5")).unwrap());
+        for name in frames(&one.join("frames.h5")) {
+            let g = format!("frames/{name}/bodies");
+            assert_eq!(read_u64(&fa.group(&g).unwrap(), "id"), read_u64(&fb.group(&g).unwrap(), "id"));
+            assert_eq!(read_f64(&fa.group(&g).unwrap(), "position"), read_f64(&fb.group(&g).unwrap(), "position"));
+        }
+    }
+}

@@ -23,6 +23,28 @@ pub struct Config {
     pub solver: SolverCfg,
     #[serde(default)]
     pub contact: ContactCfg,
+    #[serde(default)]
+    pub parallel: ParallelCfg,
+}
+
+/// Load balance.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelCfg {
+    /// Rebalance by recursive coordinate bisection when the largest rank
+    /// holds this many times the mean number of bodies.
+    #[serde(default = "default_imbalance")]
+    pub imbalance: f64,
+}
+
+impl Default for ParallelCfg {
+    fn default() -> Self {
+        Self { imbalance: default_imbalance() }
+    }
+}
+
+fn default_imbalance() -> f64 {
+    1.25
 }
 
 /// Contact detection: Verlet skin and detection distance (defaults scale

@@ -251,7 +251,11 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
             None => 0.1 * rmin,
         },
     };
-    Ok(Scene { simulation, materials, shapes, shape_names, bodies, walls, output, solver, contact, config_text })
+    let imbalance = cfg.parallel.imbalance;
+    if !(imbalance.is_finite() && imbalance >= 1.0) {
+        return Err(c.err("parallel.imbalance", format!("must be a number of at least 1, got {imbalance}")));
+    }
+    Ok(Scene { simulation, materials, shapes, shape_names, bodies, walls, output, solver, contact, imbalance, config_text })
 }
 
 fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {

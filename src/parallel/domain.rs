@@ -1,15 +1,35 @@
 //! Spatial decomposition (step 1 of the time step): the scene box cut into a
-//! Cartesian grid of rank boxes. Boxes on the grid's faces reach to infinity,
-//! so every point has exactly one owner.
+//! Cartesian grid of rank boxes, or, once the load is uneven, a recursive
+//! coordinate bisection (RCB) by body count. Boxes on the outside reach to
+//! infinity, so every point has exactly one owner.
+use super::Comm;
+use mpi::collective::SystemOperation;
+use mpi::traits::*;
 use nalgebra::Vector3;
 
-/// A Cartesian process grid over the box [lo, hi].
+/// The rank boxes: a Cartesian process grid over [lo, hi], or an RCB tree.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Domain {
     pub lo: Vector3<f64>,
     pub hi: Vector3<f64>,
-    /// Ranks along x, y, z; their product is the rank count.
+    /// Ranks along x, y, z for the grid (their product is the rank count).
     pub dims: [usize; 3],
+    /// RCB tree (root first) when the domain was rebalanced.
+    tree: Option<Vec<Node>>,
+}
+
+/// A node of the RCB tree: ranks `r0..r1` share the box `lo..hi`; inner
+/// nodes send coordinates below `cut` on `axis` to `left`.
+#[derive(Clone, Debug, PartialEq)]
+struct Node {
+    r0: usize,
+    r1: usize,
+    lo: Vector3<f64>,
+    hi: Vector3<f64>,
+    axis: usize,
+    cut: f64,
+    left: usize,
+    right: usize,
 }
 
 impl Domain {
@@ -39,11 +59,136 @@ impl Domain {
                 }
             }
         }
-        Self { lo, hi, dims: best.0 }
+        Self { lo, hi, dims: best.0, tree: None }
+    }
+
+    /// Collective: recursive coordinate bisection of the owned `positions` of
+    /// all ranks, each cut splitting the bodies of a node in proportion to
+    /// its ranks (bisection on the cut coordinate with global counts). Every
+    /// rank builds the same tree. In 2D the z axis is never cut.
+    pub fn rcb(comm: &Comm, positions: &[Vector3<f64>], dim: u8) -> Self {
+        let size = comm.size() as usize;
+        let inf = Vector3::repeat(f64::INFINITY);
+        let mut nodes = vec![Node { r0: 0, r1: size, lo: -inf, hi: inf, axis: 0, cut: 0.0, left: 0, right: 0 }];
+        let mut node_of = vec![0usize; positions.len()];
+        let mut level = vec![0usize];
+        let axes = if dim == 2 { 2 } else { 3 };
+        while !level.is_empty() {
+            let split: Vec<usize> = level.iter().copied().filter(|&k| nodes[k].r1 - nodes[k].r0 > 1).collect();
+            if split.is_empty() {
+                break;
+            }
+            let slot = |k: usize| split.iter().position(|&x| x == k);
+            // Extent of each node's bodies, to cut its longest axis.
+            let mut lo = vec![f64::INFINITY; 3 * split.len()];
+            let mut hi = vec![f64::NEG_INFINITY; 3 * split.len()];
+            for (i, p) in positions.iter().enumerate() {
+                if let Some(s) = slot(node_of[i]) {
+                    for a in 0..3 {
+                        lo[3 * s + a] = lo[3 * s + a].min(p[a]);
+                        hi[3 * s + a] = hi[3 * s + a].max(p[a]);
+                    }
+                }
+            }
+            let mut glo = vec![0.0f64; lo.len()];
+            let mut ghi = vec![0.0f64; hi.len()];
+            comm.all_reduce_into(&lo[..], &mut glo[..], SystemOperation::min());
+            comm.all_reduce_into(&hi[..], &mut ghi[..], SystemOperation::max());
+            let mut lo_cut = vec![0.0; split.len()];
+            let mut hi_cut = vec![0.0; split.len()];
+            for (s, &k) in split.iter().enumerate() {
+                let ext = |a: usize| ghi[3 * s + a] - glo[3 * s + a];
+                let axis = (0..axes).fold(0, |b, a| if ext(a) > ext(b) { a } else { b });
+                nodes[k].axis = axis;
+                (lo_cut[s], hi_cut[s]) = if ext(axis).is_finite() { (glo[3 * s + axis], ghi[3 * s + axis]) } else { (0.0, 0.0) };
+            }
+            let mut total = vec![0u64; split.len()];
+            let mut local_total = vec![0u64; split.len()];
+            for &k in &node_of {
+                if let Some(s) = slot(k) {
+                    local_total[s] += 1;
+                }
+            }
+            comm.all_reduce_into(&local_total[..], &mut total[..], SystemOperation::sum());
+            // Bisection on each node's cut so that the left share matches its ranks.
+            for _ in 0..60 {
+                let trial: Vec<f64> = (0..split.len()).map(|s| 0.5 * (lo_cut[s] + hi_cut[s])).collect();
+                let mut below = vec![0u64; split.len()];
+                for (i, p) in positions.iter().enumerate() {
+                    if let Some(s) = slot(node_of[i]) {
+                        if p[nodes[split[s]].axis] < trial[s] {
+                            below[s] += 1;
+                        }
+                    }
+                }
+                let mut gbelow = vec![0u64; split.len()];
+                comm.all_reduce_into(&below[..], &mut gbelow[..], SystemOperation::sum());
+                for (s, &k) in split.iter().enumerate() {
+                    let n = nodes[k].r1 - nodes[k].r0;
+                    let want = total[s] as f64 * (n / 2) as f64 / n as f64;
+                    if (gbelow[s] as f64) < want {
+                        lo_cut[s] = trial[s];
+                    } else {
+                        hi_cut[s] = trial[s];
+                    }
+                }
+            }
+            let mut next = Vec::new();
+            for (s, &k) in split.iter().enumerate() {
+                let (axis, cut) = (nodes[k].axis, 0.5 * (lo_cut[s] + hi_cut[s]));
+                let (r0, r1) = (nodes[k].r0, nodes[k].r1);
+                let rm = r0 + (r1 - r0) / 2;
+                let (mut lhi, mut rlo) = (nodes[k].hi, nodes[k].lo);
+                lhi[axis] = cut;
+                rlo[axis] = cut;
+                let l = Node { r0, r1: rm, lo: nodes[k].lo, hi: lhi, axis: 0, cut: 0.0, left: 0, right: 0 };
+                let r = Node { r0: rm, r1, lo: rlo, hi: nodes[k].hi, axis: 0, cut: 0.0, left: 0, right: 0 };
+                nodes[k].cut = cut;
+                nodes[k].left = nodes.len();
+                nodes.push(l);
+                nodes[k].right = nodes.len();
+                nodes.push(r);
+                next.extend([nodes[k].left, nodes[k].right]);
+            }
+            for (i, p) in positions.iter().enumerate() {
+                let k = node_of[i];
+                if slot(k).is_some() {
+                    node_of[i] = if p[nodes[k].axis] < nodes[k].cut { nodes[k].left } else { nodes[k].right };
+                }
+            }
+            level = next;
+        }
+        let (mut lo, mut hi) = (Vector3::repeat(f64::INFINITY), Vector3::repeat(f64::NEG_INFINITY));
+        for p in positions {
+            lo = lo.inf(p);
+            hi = hi.sup(p);
+        }
+        let mut glo = [0.0; 3];
+        let mut ghi = [0.0; 3];
+        comm.all_reduce_into(lo.as_slice(), &mut glo[..], SystemOperation::min());
+        comm.all_reduce_into(hi.as_slice(), &mut ghi[..], SystemOperation::max());
+        Self { lo: Vector3::from(glo), hi: Vector3::from(ghi), dims: [0; 3], tree: Some(nodes) }
+    }
+
+    /// True once the domain is an RCB tree.
+    pub fn is_rcb(&self) -> bool {
+        self.tree.is_some()
+    }
+
+    fn leaf(&self, rank: usize) -> &Node {
+        let t = self.tree.as_ref().expect("RCB tree");
+        let mut k = 0;
+        while t[k].r1 - t[k].r0 > 1 {
+            k = if rank < t[t[k].left].r1 { t[k].left } else { t[k].right };
+        }
+        &t[k]
     }
 
     pub fn ranks(&self) -> usize {
-        self.dims.iter().product()
+        match &self.tree {
+            Some(t) => t[0].r1,
+            None => self.dims.iter().product(),
+        }
     }
 
     fn cell_of(&self, p: &Vector3<f64>, axis: usize) -> usize {
@@ -65,11 +210,22 @@ impl Domain {
 
     /// The rank whose box holds `p`.
     pub fn owner(&self, p: &Vector3<f64>) -> usize {
+        if let Some(t) = &self.tree {
+            let mut k = 0;
+            while t[k].r1 - t[k].r0 > 1 {
+                k = if p[t[k].axis] < t[k].cut { t[k].left } else { t[k].right };
+            }
+            return t[k].r0;
+        }
         self.rank_of([self.cell_of(p, 0), self.cell_of(p, 1), self.cell_of(p, 2)])
     }
 
     /// Box of `rank`; faces on the boundary of the grid are at ±infinity.
     pub fn rank_box(&self, rank: usize) -> (Vector3<f64>, Vector3<f64>) {
+        if self.tree.is_some() {
+            let n = self.leaf(rank);
+            return (n.lo, n.hi);
+        }
         let c = self.coords(rank);
         let mut lo = Vector3::zeros();
         let mut hi = Vector3::zeros();
@@ -83,6 +239,22 @@ impl Domain {
 
     /// Ranks (in increasing order) whose box lies within `reach` of `p`.
     pub fn ranks_near(&self, p: &Vector3<f64>, reach: f64) -> Vec<usize> {
+        if let Some(t) = &self.tree {
+            let mut out = Vec::new();
+            let mut stack = vec![0];
+            while let Some(k) = stack.pop() {
+                if distance_to_box(p, &(t[k].lo, t[k].hi)) > reach {
+                    continue;
+                }
+                if t[k].r1 - t[k].r0 == 1 {
+                    out.push(t[k].r0);
+                } else {
+                    stack.extend([t[k].left, t[k].right]);
+                }
+            }
+            out.sort_unstable();
+            return out;
+        }
         let r = Vector3::repeat(reach);
         let (a, b) = (p - r, p + r);
         let (mut lo, mut hi) = ([0; 3], [0; 3]);

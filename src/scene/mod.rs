@@ -94,6 +94,8 @@ pub struct Scene {
     pub output: Output,
     pub solver: SolverSettings,
     pub contact: ContactSettings,
+    /// Rebalance when max/mean bodies per rank exceeds this.
+    pub imbalance: f64,
     /// The resolved configuration as TOML (overrides applied), kept in outputs.
     pub config_text: String,
 }
