@@ -61,6 +61,11 @@ pub struct Summary {
     pub steps: u64,
     pub time: f64,
     pub contacts: u64,
+    /// Candidate pairs in the Verlet lists at the end (all ranks).
+    pub candidate_pairs: u64,
+    /// Neighbour-list rebuilds (migrate + ghosts + Verlet) and RCB rebalances.
+    pub rebuilds: u64,
+    pub rebalances: u64,
     pub kinetic_energy: f64,
     pub solver_iterations_total: u64,
     pub solver_iterations_per_step: Vec<u64>,
@@ -158,6 +163,11 @@ impl<'a> Sim<'a> {
         sim.layout.n_owned = n;
         sim.neighbours(true);
         sim
+    }
+
+    /// Candidate pairs (body–body and body–wall) in this rank's Verlet list.
+    pub fn candidate_pairs(&self) -> usize {
+        self.verlet.pairs().len() + self.verlet.wall_pairs().len()
     }
 
     pub fn n_owned(&self) -> usize {
@@ -376,6 +386,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         steps,
         time: t0_sim + (steps - first_step) as f64 * dt,
         contacts: n_contacts,
+        candidate_pairs: parallel::sum_u64(comm, sim.candidate_pairs() as u64),
+        rebuilds: sim.rebuilds,
+        rebalances: sim.rebalances,
         kinetic_energy: ke,
         solver_iterations_total: iterations_per_step.iter().sum(),
         solver_iterations_per_step: iterations_per_step,
