@@ -326,7 +326,6 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     }
     log::info!("{}", Thermo::HEADER);
     let mut iterations_per_step = Vec::new();
-    let mut n_contacts = 0;
     for step in first_step + 1..=steps {
         let time = t0_sim + (step - first_step) as f64 * dt;
         if step > first_step + 1 {
@@ -347,7 +346,33 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             let (bodies, forces) = (&mut sim.bodies, &mut sim.forces);
             sim.timers.time("solve", || solver.step(&ctx, bodies, forces))
         };
-        let report = report.map_err(|e| RunError::Solver { step, message: e.to_string() })?;
+        let report = match report {
+            Ok(r) => r,
+            Err(e) => {
+                // The solver leaves the bodies at the start of the step: keep them.
+                let path = write_checkpoint(comm, scene, &sim, step - 1, time - dt, dt)?;
+                return Err(RunError::Solver {
+                    step,
+                    message: format!("{e}; the state before the step is in {}", path.display()),
+                });
+            }
+        };
+        let bad: Vec<u64> = (0..sim.n_owned())
+            .filter(|&i| {
+                !(sim.bodies.position[i].iter().all(|x| x.is_finite())
+                    && sim.bodies.velocity[i].iter().all(|x| x.is_finite()))
+            })
+            .map(|i| sim.bodies.id[i])
+            .collect();
+        if !parallel::all_ok(comm, bad.is_empty()) {
+            if !bad.is_empty() {
+                log::error!("step {step}: non-finite state of bodies {:?}", &bad[..bad.len().min(10)]);
+            }
+            return Err(RunError::Solver {
+                step,
+                message: "non-finite positions or velocities (earlier checkpoints are kept)".into(),
+            });
+        }
         iterations_per_step.push(report.iterations);
         let last = step == steps;
         if last || (scene.output.every > 0 && step % scene.output.every == 0) {
@@ -358,19 +383,48 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         if scene.output.checkpoint_every > 0 && step % scene.output.checkpoint_every == 0 {
             write_checkpoint(comm, scene, &sim, step, time, dt)?;
         }
+        if !parallel::all_ok(comm, !stop_requested()) {
+            let path = write_checkpoint(comm, scene, &sim, step, time, dt)?;
+            if rank == 0 {
+                println!(
+                    "stopped by a signal after step {step} (t = {time:e}); resume with: stiffgrain restart {}",
+                    path.display()
+                );
+            }
+            return finish(comm, scene, &sim, first_step, step, t0_sim, dt, n_global, iterations_per_step, wall0);
+        }
         if last || step % scene.output.thermo_every == 0 {
             let ke = parallel::sum_f64(comm, sim.bodies.kinetic_energy(sim.n_owned()));
-            n_contacts = parallel::sum_u64(comm, sim.contacts.len() as u64);
+            let n_contacts = parallel::sum_u64(comm, sim.contacts.len() as u64);
             let wall = wall0.elapsed().as_secs_f64();
             let done = (step - first_step) as f64;
             let eta = wall / done * (steps - step) as f64;
             thermo.line(step, time, dt, n_global, n_contacts, ke, report.iterations, wall, eta)?;
         }
     }
+    finish(comm, scene, &sim, first_step, steps, t0_sim, dt, n_global, iterations_per_step, wall0)
+}
+
+/// Ends a run after `last_step`: reduces the timers over ranks, gathers the
+/// reactions, writes summary.json and prints the phase table (rank 0).
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    comm: &Comm,
+    scene: &Scene,
+    sim: &Sim,
+    first_step: u64,
+    last_step: u64,
+    t0_sim: f64,
+    dt: f64,
+    n_global: u64,
+    iterations_per_step: Vec<u64>,
+    wall0: Instant,
+) -> Result<Summary, RunError> {
+    let (rank, ranks) = (comm.rank() as usize, comm.size() as usize);
+    let out_dir = &scene.output.dir;
     let wall_time = wall0.elapsed().as_secs_f64();
     let ke = parallel::sum_f64(comm, sim.bodies.kinetic_energy(sim.n_owned()));
     let reactions = sim.reactions();
-
     let mut phases = BTreeMap::new();
     for (name, secs) in sim.timers.iter() {
         let max = parallel::max_f64(comm, secs);
@@ -383,9 +437,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         solver: scene.simulation.solver.name(),
         ranks,
         bodies: n_global,
-        steps,
-        time: t0_sim + (steps - first_step) as f64 * dt,
-        contacts: n_contacts,
+        steps: last_step,
+        time: t0_sim + (last_step - first_step) as f64 * dt,
+        contacts: parallel::sum_u64(comm, sim.contacts.len() as u64),
         candidate_pairs: parallel::sum_u64(comm, sim.candidate_pairs() as u64),
         rebuilds: sim.rebuilds,
         rebalances: sim.rebalances,
@@ -399,8 +453,12 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     if rank == 0 {
         write_json_atomically(&out_dir.join("summary.json"), &summary)
             .map_err(|e| RunError::Runtime(format!("{}: {e}", out_dir.join("summary.json").display())))?;
+        log::info!("{:<16} {:>10} {:>10} {:>10}   (seconds over {ranks} rank(s))", "phase", "min", "mean", "max");
+        for (name, [min, mean, max]) in &summary.phases {
+            log::info!("{name:<16} {min:>10.3} {mean:>10.3} {max:>10.3}");
+        }
         log::info!(
-            "done: steps {}..{steps} in {wall_time:.2} s ({} neighbour rebuilds); wrote {}",
+            "done: steps {}..{last_step} in {wall_time:.2} s ({} neighbour rebuilds); wrote {}",
             first_step + 1,
             sim.rebuilds,
             out_dir.display()
@@ -409,7 +467,23 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     Ok(summary)
 }
 
-fn write_checkpoint(comm: &Comm, scene: &Scene, sim: &Sim, step: u64, time: f64, dt: f64) -> Result<(), RunError> {
+/// Set by SIGTERM or SIGUSR1 (SLURM's warning before the time limit).
+static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+
+/// Installs the SIGTERM/SIGUSR1 handlers: the run checkpoints at the next
+/// step boundary on every rank and exits 0.
+pub fn install_signal_handlers() {
+    let flag = STOP.get_or_init(Default::default).clone();
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGUSR1] {
+        let _ = signal_hook::flag::register(sig, flag.clone());
+    }
+}
+
+fn stop_requested() -> bool {
+    STOP.get().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+fn write_checkpoint(comm: &Comm, scene: &Scene, sim: &Sim, step: u64, time: f64, dt: f64) -> Result<PathBuf, RunError> {
     let dir = &scene.output.dir;
     let path = io::checkpoint_path(dir, step);
     let extra = CheckpointExtra::default();
@@ -418,7 +492,7 @@ fn write_checkpoint(comm: &Comm, scene: &Scene, sim: &Sim, step: u64, time: f64,
         io::prune_checkpoints(dir, scene.output.checkpoint_keep)?;
         log::info!("checkpoint {}", path.display());
     }
-    Ok(())
+    Ok(path)
 }
 
 fn write_json_atomically(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
