@@ -1,0 +1,4 @@
+//! Implicit barrier DEM (stage 3 "solver", solver = "dem"; Gay Neto &
+//! Wriggers §2): interface laws ([`law`]), rigid bodies with Rodrigues
+//! parameters and Newmark ([`rigid`]).
+pub mod law;
