@@ -2,3 +2,4 @@
 //! Wriggers §2): interface laws ([`law`]), rigid bodies with Rodrigues
 //! parameters and Newmark ([`rigid`]).
 pub mod law;
+pub mod rigid;
