@@ -2,4 +2,5 @@
 //! Wriggers §2): interface laws ([`law`]), rigid bodies with Rodrigues
 //! parameters and Newmark ([`rigid`]).
 pub mod law;
+pub mod assemble;
 pub mod rigid;
