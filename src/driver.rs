@@ -250,6 +250,9 @@ impl<'a> Sim<'a> {
 
 /// Picks the solver for the scene.
 fn make_solver(scene: &Scene) -> Box<dyn Solver> {
+    if scene.simulation.solver == crate::scene::SolverKind::Dem {
+        return Box::new(crate::dem::DemSolver::new());
+    }
     log::warn!(
         "solver {}: contact forces are not implemented yet; bodies move in free flight",
         scene.simulation.solver.name()
@@ -295,8 +298,15 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     log::info!("{}", Thermo::HEADER);
     let mut iterations_per_step = Vec::new();
     let mut n_contacts = 0;
-    for step in first_step + 1..=steps {
-        let time = t0_sim + (step - first_step) as f64 * dt;
+    // Adaptive solvers may take shorter steps (report.dt): time advances by
+    // the step taken, and the run ends at the time `steps` full steps reach.
+    let t_final = t0_sim + (steps - first_step) as f64 * dt;
+    let mut time = t0_sim;
+    let mut uniform = true;
+    let mut step = first_step;
+    while t_final - time > 1e-9 * dt {
+        step += 1;
+        let dt_try = dt.min(t_final - time);
         if step > first_step + 1 {
             sim.neighbours(false);
             sim.detect();
@@ -309,30 +319,33 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
                 layout: &sim.layout,
                 contacts: &sim.contacts,
                 step,
-                time: time - dt,
-                dt,
+                time,
+                dt: dt_try,
             };
             let (bodies, forces) = (&mut sim.bodies, &mut sim.forces);
             sim.timers.time("solve", || solver.step(&ctx, bodies, forces))
         };
         let report = report.map_err(|e| RunError::Solver { step, message: e.to_string() })?;
         iterations_per_step.push(report.iterations);
-        let last = step == steps;
+        uniform &= report.dt == dt;
+        // Uniform steps keep the exact t0 + n·dt of a fixed-step run.
+        time = if uniform { t0_sim + (step - first_step) as f64 * dt } else { time + report.dt };
+        let step_dt = report.dt;
+        let last = t_final - time <= 1e-9 * dt;
         if last || (scene.output.every > 0 && step % scene.output.every == 0) {
             let recs = sim.contact_records();
             let (b, n) = (&sim.bodies, sim.n_owned());
-            sim.timers.time("output", || frames.write_frame(step, time, dt, b, n, &recs))?;
+            sim.timers.time("output", || frames.write_frame(step, time, step_dt, b, n, &recs))?;
         }
         if scene.output.checkpoint_every > 0 && step % scene.output.checkpoint_every == 0 {
-            write_checkpoint(comm, scene, &sim, step, time, dt)?;
+            write_checkpoint(comm, scene, &sim, step, time, step_dt)?;
         }
         if last || step % scene.output.thermo_every == 0 {
             let ke = parallel::sum_f64(comm, sim.bodies.kinetic_energy(sim.n_owned()));
             n_contacts = parallel::sum_u64(comm, sim.contacts.len() as u64);
             let wall = wall0.elapsed().as_secs_f64();
-            let done = (step - first_step) as f64;
-            let eta = wall / done * (steps - step) as f64;
-            thermo.line(step, time, dt, n_global, n_contacts, ke, report.iterations, wall, eta)?;
+            let eta = wall / (time - t0_sim) * (t_final - time);
+            thermo.line(step, time, step_dt, n_global, n_contacts, ke, report.iterations, wall, eta)?;
         }
     }
     let wall_time = wall0.elapsed().as_secs_f64();
@@ -351,8 +364,8 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         solver: scene.simulation.solver.name(),
         ranks,
         bodies: n_global,
-        steps,
-        time: t0_sim + (steps - first_step) as f64 * dt,
+        steps: step,
+        time,
         contacts: n_contacts,
         kinetic_energy: ke,
         solver_iterations_total: iterations_per_step.iter().sum(),
@@ -365,7 +378,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         write_json_atomically(&out_dir.join("summary.json"), &summary)
             .map_err(|e| RunError::Runtime(format!("{}: {e}", out_dir.join("summary.json").display())))?;
         log::info!(
-            "done: steps {}..{steps} in {wall_time:.2} s ({} neighbour rebuilds); wrote {}",
+            "done: steps {}..{step} in {wall_time:.2} s ({} neighbour rebuilds); wrote {}",
             first_step + 1,
             sim.rebuilds,
             out_dir.display()
