@@ -119,7 +119,7 @@ fn sphere_at_rest_carries_its_weight_at_the_law_gap() {
 fn newton_converges_quadratically() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let text = run(1, &drop_scene(&out, "newton_tolerance = 1e-11\n", 0.25, 0.3), tmp.path(), &["--", "-snes_monitor"]);
+    let text = run(1, &drop_scene(&out, "newton_tolerance = 1e-9\n", 0.25, 0.3), tmp.path(), &["--", "-snes_monitor"]);
     // Norms per solve; look at contact steps with at least 3 iterations.
     let mut solves: Vec<Vec<f64>> = Vec::new();
     for line in text.lines() {
@@ -138,10 +138,10 @@ fn newton_converges_quadratically() {
         // r_{k+1} / r_k² bounded while r_k decreases from moderate values:
         // check the last contraction is much stronger than linear.
         // Triples (a, b, c) of successive norms above round-off (c > 1e-14 r0)
-        // in the contracting phase: log(c/b) / log(b/a) ≈ 2.
+        // near the solution (b < 1e-4 r0): log(c/b) / log(b/a) ≈ 2.
         for w in r.windows(3) {
             let (a, b, c) = (w[0], w[1], w[2]);
-            if c > 1e-14 * r[0] && b < 1e-1 * a {
+            if c > 1e-14 * r[0] && b < 1e-4 * r[0] && b < 1e-1 * a {
                 let rate = (c / b).ln() / (b / a).ln();
                 assert!(rate > 1.6, "not quadratic: {:?} (rate {rate})", r);
                 seen += 1;
