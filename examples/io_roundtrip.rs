@@ -9,11 +9,10 @@
 //! Every check runs on every rank; a failure prints the reason and exits 1.
 use mpi::traits::*;
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use stiffgrain::body::{Bodies, Body, Shape, TriMesh, DOF_2D, DOF_ALL, DOF_NONE};
+use std::path::Path;
+use stiffgrain::body::{Bodies, Body, Shape, DOF_2D, DOF_ALL, DOF_NONE};
 use stiffgrain::io::{self, CheckpointExtra, ContactKey, ContactRecord, ContactRecords, FlatRecords, FrameWriter, HISTORY_LEN};
-use stiffgrain::scene::{ContactSettings, Output, Scene, Simulation, SolverKind, SolverSettings};
+use stiffgrain::scene::Scene;
 
 /// Body `id` of the deterministic test set.
 fn body(id: u64) -> Body {
@@ -70,23 +69,47 @@ fn history_of(a: u64, n: u64) -> Vec<(ContactKey, [f64; HISTORY_LEN])> {
 }
 
 fn scene() -> Scene {
-    Scene {
-        simulation: Simulation { solver: SolverKind::Dem, dim: 3, t_end: 1.0, dt: 1e-3, gravity: Vector3::new(0.0, 0.0, -9.81) },
-        materials: vec![],
-        shapes: vec![
-            Shape::Sphere { radius: 0.5 },
-            Shape::Sphere { radius: 0.25 },
-            Shape::Mesh(Arc::new(TriMesh::cuboid(Vector3::new(0.4, 0.6, 0.8)))),
-        ],
-        shape_names: vec!["big".into(), "small".into(), "brick".into()],
-        bodies: Bodies::new(),
-        walls: vec![],
-        output: Output { dir: PathBuf::from("out"), every: 1, checkpoint_every: 5, checkpoint_keep: 2, thermo_every: 1 },
-        solver: SolverSettings { tolerance: 1e-8, max_iterations: 100 },
-        contact: ContactSettings { skin: 0.01, distance: 0.01 },
-        imbalance: 1.25,
-        config_text: "[simulation]\nsolver = \"dem\"\n# a \"quoted\" <config> & more\n".into(),
-    }
+    // Shapes: two spheres and a brick; the example supplies its own bodies.
+    let text = r#"
+[simulation]
+solver = "dem"
+t_end = 1.0
+dt = 1e-3
+
+[[material]]
+name = "m"
+density = 1000.0
+
+[[shape]]
+name = "big"
+kind = "sphere"
+radius = 0.5
+
+[[shape]]
+name = "small"
+kind = "sphere"
+radius = 0.25
+
+[[shape]]
+name = "brick"
+kind = "box"
+size = [0.4, 0.6, 0.8]
+
+[[body]]
+shape = "big"
+position = [0.0, 0.0, 0.0]
+
+[output]
+dir = "out"
+every = 1
+checkpoint_every = 5
+thermo_every = 1
+"#;
+    let mut scene = stiffgrain::config::from_str("io_roundtrip", text).expect("example scene");
+    scene.bodies = Bodies::new();
+    // Exercise quoting of the stored config text.
+    scene.config_text.push_str("# a \"quoted\" <config> & more\n");
+    scene
 }
 
 fn fail(rank: i32, msg: &str) -> ! {

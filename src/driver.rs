@@ -282,6 +282,9 @@ impl<'a> Sim<'a> {
 
 /// Picks the solver for the scene.
 fn make_solver(scene: &Scene) -> Box<dyn Solver> {
+    if scene.simulation.solver == crate::scene::SolverKind::Dem {
+        return Box::new(crate::dem::DemSolver::new());
+    }
     log::warn!(
         "solver {}: contact forces are not implemented yet; bodies move in free flight",
         scene.simulation.solver.name()
@@ -326,8 +329,15 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     }
     log::info!("{}", Thermo::HEADER);
     let mut iterations_per_step = Vec::new();
-    for step in first_step + 1..=steps {
-        let time = t0_sim + (step - first_step) as f64 * dt;
+    // Adaptive solvers may take shorter steps (report.dt): time advances by
+    // the step taken, and the run ends at the time `steps` full steps reach.
+    let t_final = t0_sim + (steps - first_step) as f64 * dt;
+    let mut time = t0_sim;
+    let mut uniform = true;
+    let mut step = first_step;
+    while t_final - time > 1e-9 * dt {
+        step += 1;
+        let dt_try = dt.min(t_final - time);
         if step > first_step + 1 {
             sim.neighbours(false);
             sim.detect();
@@ -340,8 +350,8 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
                 layout: &sim.layout,
                 contacts: &sim.contacts,
                 step,
-                time: time - dt,
-                dt,
+                time,
+                dt: dt_try,
             };
             let (bodies, forces) = (&mut sim.bodies, &mut sim.forces);
             sim.timers.time("solve", || solver.step(&ctx, bodies, forces))
@@ -350,7 +360,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             Ok(r) => r,
             Err(e) => {
                 // The solver leaves the bodies at the start of the step: keep them.
-                let path = write_checkpoint(comm, scene, &sim, step - 1, time - dt, dt)?;
+                let path = write_checkpoint(comm, scene, &sim, step - 1, time, dt_try)?;
                 return Err(RunError::Solver {
                     step,
                     message: format!("{e}; the state before the step is in {}", path.display()),
@@ -374,35 +384,38 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             });
         }
         iterations_per_step.push(report.iterations);
-        let last = step == steps;
+        uniform &= report.dt == dt;
+        // Uniform steps keep the exact t0 + n·dt of a fixed-step run.
+        time = if uniform { t0_sim + (step - first_step) as f64 * dt } else { time + report.dt };
+        let step_dt = report.dt;
+        let last = t_final - time <= 1e-9 * dt;
         if last || (scene.output.every > 0 && step % scene.output.every == 0) {
             let recs = sim.contact_records();
             let (b, n) = (&sim.bodies, sim.n_owned());
-            sim.timers.time("output", || frames.write_frame(step, time, dt, b, n, &recs))?;
+            sim.timers.time("output", || frames.write_frame(step, time, step_dt, b, n, &recs))?;
         }
         if scene.output.checkpoint_every > 0 && step % scene.output.checkpoint_every == 0 {
-            write_checkpoint(comm, scene, &sim, step, time, dt)?;
+            write_checkpoint(comm, scene, &sim, step, time, step_dt)?;
         }
         if !parallel::all_ok(comm, !stop_requested()) {
-            let path = write_checkpoint(comm, scene, &sim, step, time, dt)?;
+            let path = write_checkpoint(comm, scene, &sim, step, time, step_dt)?;
             if rank == 0 {
                 println!(
                     "stopped by a signal after step {step} (t = {time:e}); resume with: stiffgrain restart {}",
                     path.display()
                 );
             }
-            return finish(comm, scene, &sim, first_step, step, t0_sim, dt, n_global, iterations_per_step, wall0);
+            return finish(comm, scene, &sim, first_step, step, time, n_global, iterations_per_step, wall0);
         }
         if last || step % scene.output.thermo_every == 0 {
             let ke = parallel::sum_f64(comm, sim.bodies.kinetic_energy(sim.n_owned()));
             let n_contacts = parallel::sum_u64(comm, sim.contacts.len() as u64);
             let wall = wall0.elapsed().as_secs_f64();
-            let done = (step - first_step) as f64;
-            let eta = wall / done * (steps - step) as f64;
-            thermo.line(step, time, dt, n_global, n_contacts, ke, report.iterations, wall, eta)?;
+            let eta = wall / (time - t0_sim) * (t_final - time);
+            thermo.line(step, time, step_dt, n_global, n_contacts, ke, report.iterations, wall, eta)?;
         }
     }
-    finish(comm, scene, &sim, first_step, steps, t0_sim, dt, n_global, iterations_per_step, wall0)
+    finish(comm, scene, &sim, first_step, step, time, n_global, iterations_per_step, wall0)
 }
 
 /// Ends a run after `last_step`: reduces the timers over ranks, gathers the
@@ -414,8 +427,7 @@ fn finish(
     sim: &Sim,
     first_step: u64,
     last_step: u64,
-    t0_sim: f64,
-    dt: f64,
+    time: f64,
     n_global: u64,
     iterations_per_step: Vec<u64>,
     wall0: Instant,
@@ -438,7 +450,7 @@ fn finish(
         ranks,
         bodies: n_global,
         steps: last_step,
-        time: t0_sim + (last_step - first_step) as f64 * dt,
+        time,
         contacts: parallel::sum_u64(comm, sim.contacts.len() as u64),
         candidate_pairs: parallel::sum_u64(comm, sim.candidate_pairs() as u64),
         rebuilds: sim.rebuilds,

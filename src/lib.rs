@@ -5,6 +5,7 @@
 pub mod body;
 pub mod config;
 pub mod contact;
+pub mod dem;
 pub mod driver;
 pub mod geometry;
 pub mod io;

@@ -294,7 +294,10 @@ fn uneven_load_is_rebalanced_by_rcb_without_changing_results() {
         for name in frames(&one.join("frames.h5")) {
             let g = format!("frames/{name}/bodies");
             assert_eq!(read_u64(&fa.group(&g).unwrap(), "id"), read_u64(&fb.group(&g).unwrap(), "id"));
-            assert_eq!(read_f64(&fa.group(&g).unwrap(), "position"), read_f64(&fb.group(&g).unwrap(), "position"));
+            let (x, y) = (read_f64(&fa.group(&g).unwrap(), "position"), read_f64(&fb.group(&g).unwrap(), "position"));
+            for (p, q) in x.iter().zip(&y) {
+                assert!((p - q).abs() <= 1e-12 * (1.0 + p.abs()), "frame {name}: {p} vs {q} at {np} ranks");
+            }
         }
     }
 }

@@ -25,6 +25,8 @@ pub struct Config {
     pub contact: ContactCfg,
     #[serde(default)]
     pub parallel: ParallelCfg,
+    #[serde(default)]
+    pub dem: DemCfg,
 }
 
 /// Load balance.
@@ -45,6 +47,42 @@ impl Default for ParallelCfg {
 
 fn default_imbalance() -> f64 {
     1.25
+}
+
+
+/// Implicit barrier DEM (solver = "dem"): interface law, damping, friction,
+/// Newmark and Newton settings. Unset values are derived from the scene.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DemCfg {
+    /// Activation gap ḡ_n (default: half of contact.distance).
+    pub gbar: Option<f64>,
+    /// Switch fraction f: ḡ̄_n = f ḡ_n (default 0.5).
+    pub f: Option<f64>,
+    /// ε₁ of the penalty part (default: the force at the switch is 100 times
+    /// the heaviest body's weight, or its mass × 1 m/s² without gravity).
+    pub eps1: Option<f64>,
+    /// n₁ ≥ 1 (default 1.5).
+    pub n1: Option<f64>,
+    /// n₂ < 0, barrier exponent (default -2).
+    pub n2: Option<f64>,
+    /// Normal damping ratio ζ (default 0).
+    pub damping: Option<f64>,
+    /// Tangential penalty ε_t (default: the normal stiffness at the switch).
+    pub eps_t: Option<f64>,
+    /// Newmark β (default 0.3) and γ (default 0.5).
+    pub beta: Option<f64>,
+    pub gamma: Option<f64>,
+    /// Smallest and largest time step (defaults simulation.dt / 1024 and simulation.dt).
+    pub dt_min: Option<f64>,
+    pub dt_max: Option<f64>,
+    /// Newton: absolute residual tolerance (default 1e-10 × heaviest weight
+    /// scale) and iteration limit (default 30).
+    pub newton_tolerance: Option<f64>,
+    pub newton_max_iterations: Option<u32>,
+    /// Line-search pre-check: no gap may fall below this fraction of its
+    /// current value in one Newton step (default 0.1).
+    pub gap_fraction: Option<f64>,
 }
 
 /// Contact detection: Verlet skin and detection distance (defaults scale

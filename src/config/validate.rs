@@ -2,7 +2,7 @@
 use super::schema::*;
 use super::ConfigError;
 use crate::body::{Bodies, Body, Shape, TriMesh, DOF_2D, DOF_ALL, DOF_NONE};
-use crate::scene::{generate, ContactSettings, Material, Output, Scene, Simulation, SolverSettings, Wall};
+use crate::scene::{generate, ContactSettings, DemSettings, SolverKind, Material, Output, Scene, Simulation, SolverSettings, Wall};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -255,7 +255,132 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
     if !(imbalance.is_finite() && imbalance >= 1.0) {
         return Err(c.err("parallel.imbalance", format!("must be a number of at least 1, got {imbalance}")));
     }
-    Ok(Scene { simulation, materials, shapes, shape_names, bodies, walls, output, solver, contact, imbalance, config_text })
+    let dem = dem_settings(&c, &cfg.dem, &simulation, &bodies, &contact)?;
+    if simulation.solver == SolverKind::Dem {
+        check_dem_gaps(&c, &bodies, &shapes, &walls, &origin)?;
+    }
+    Ok(Scene { simulation, materials, shapes, shape_names, bodies, walls, output, solver, contact, imbalance, dem, config_text })
+}
+
+/// Resolves the `[dem]` table; defaults derived from the scene.
+fn dem_settings(
+    c: &Ctx,
+    d: &DemCfg,
+    sim: &Simulation,
+    bodies: &Bodies,
+    contact: &ContactSettings,
+) -> Result<DemSettings, ConfigError> {
+    let opt = |key: &str, v: Option<f64>, default: f64| -> Result<f64, ConfigError> {
+        match v {
+            Some(v) => c.positive(key, v),
+            None => Ok(default),
+        }
+    };
+    if contact.distance <= 0.0 && d.gbar.is_none() {
+        return Err(c.err("dem.gbar", "needs contact.distance > 0 (or an explicit dem.gbar)"));
+    }
+    let gbar = opt("dem.gbar", d.gbar, 0.5 * contact.distance)?;
+    if gbar > contact.distance && sim.solver == SolverKind::Dem {
+        return Err(c.err("dem.gbar", format!("must not exceed contact.distance = {} (contacts would act before they are detected)", contact.distance)));
+    }
+    let f = opt("dem.f", d.f, 0.5)?;
+    if f >= 1.0 {
+        return Err(c.err("dem.f", format!("must lie in (0, 1), got {f}")));
+    }
+    let n1 = opt("dem.n1", d.n1, 1.5)?;
+    if n1 < 1.0 {
+        return Err(c.err("dem.n1", format!("must be at least 1, got {n1}")));
+    }
+    let n2 = d.n2.unwrap_or(-2.0);
+    if !(n2.is_finite() && n2 < 0.0) {
+        return Err(c.err("dem.n2", format!("must be negative (a barrier), got {n2}")));
+    }
+    let m_max = (0..bodies.len()).filter(|&i| !bodies.fixed[i]).map(|i| bodies.mass[i]).fold(0.0, f64::max);
+    let m_max = if m_max > 0.0 { m_max } else { 1.0 };
+    let weight = m_max * sim.gravity.norm().max(1.0);
+    let eps1 = opt("dem.eps1", d.eps1, 100.0 * weight / (gbar * (1.0 - f)).powf(n1))?;
+    let damping = c.non_negative("dem.damping", d.damping.unwrap_or(0.0))?;
+    let k_switch = eps1 * n1 * (gbar * (1.0 - f)).powf(n1 - 1.0);
+    let eps_t = opt("dem.eps_t", d.eps_t, k_switch)?;
+    let beta = opt("dem.beta", d.beta, 0.3)?;
+    let gamma = opt("dem.gamma", d.gamma, 0.5)?;
+    if beta > 0.5 || gamma > 1.0 {
+        return Err(c.err("dem.beta", format!("Newmark needs 0 < beta <= 0.5 and 0 < gamma <= 1, got {beta}, {gamma}")));
+    }
+    let dt_max = opt("dem.dt_max", d.dt_max, sim.dt)?;
+    let dt_min = opt("dem.dt_min", d.dt_min, dt_max / 1024.0)?;
+    if dt_min > dt_max {
+        return Err(c.err("dem.dt_min", format!("must not exceed dem.dt_max = {dt_max}")));
+    }
+    let newton_tolerance = opt("dem.newton_tolerance", d.newton_tolerance, 1e-10 * weight)?;
+    let newton_max_iterations = match d.newton_max_iterations {
+        Some(0) => return Err(c.err("dem.newton_max_iterations", "must be at least 1")),
+        Some(n) => n,
+        None => 30,
+    };
+    let gap_fraction = opt("dem.gap_fraction", d.gap_fraction, 0.1)?;
+    if gap_fraction >= 1.0 {
+        return Err(c.err("dem.gap_fraction", format!("must lie in (0, 1), got {gap_fraction}")));
+    }
+    Ok(DemSettings {
+        gbar,
+        f,
+        eps1,
+        n1,
+        n2,
+        damping,
+        eps_t,
+        beta,
+        gamma,
+        dt_min,
+        dt_max,
+        newton_tolerance,
+        newton_max_iterations,
+        gap_fraction,
+    })
+}
+
+/// The barrier law cannot start from touching bodies: for solver = "dem"
+/// every pair of spheres and every sphere–wall pair must start with a
+/// positive gap. Lists the offending pairs by id.
+fn check_dem_gaps(c: &Ctx, bodies: &Bodies, shapes: &[Shape], walls: &[Wall], origin: &[String]) -> Result<(), ConfigError> {
+    let radius = |i: usize| match shapes[bodies.shape[i] as usize] {
+        Shape::Sphere { radius } => Some(radius),
+        Shape::Mesh(_) => None,
+    };
+    let spheres: Vec<usize> = (0..bodies.len()).filter(|&i| radius(i).is_some()).collect();
+    let mut pairs: Vec<String> = Vec::new();
+    let mut first = None;
+    for (a, b) in generate::close_pairs(&spheres.iter().map(|&i| (bodies.position[i], radius(i).unwrap())).collect::<Vec<_>>()) {
+        let (i, j) = (spheres[a], spheres[b]);
+        let gap = (bodies.position[i] - bodies.position[j]).norm() - radius(i).unwrap() - radius(j).unwrap();
+        if gap <= 0.0 && !(bodies.fixed[i] && bodies.fixed[j]) {
+            pairs.push(format!("{}-{}", bodies.id[i].min(bodies.id[j]), bodies.id[i].max(bodies.id[j])));
+            first.get_or_insert(j);
+        }
+    }
+    for (w, wall) in walls.iter().enumerate() {
+        for &i in &spheres {
+            let d = (bodies.position[i] - wall.point).dot(&wall.normal) - radius(i).unwrap();
+            if d <= 0.0 && !bodies.fixed[i] {
+                pairs.push(format!("{}-wall[{w}]", bodies.id[i]));
+                first.get_or_insert(i);
+            }
+        }
+    }
+    if let Some(i) = first {
+        let shown: Vec<&str> = pairs.iter().take(20).map(|s| s.as_str()).collect();
+        return Err(c.err(
+            &origin[i],
+            format!(
+                "solver = \"dem\" needs a positive initial gap between all bodies (set `gap` > 0 in the generators); {} touching or overlapping pair(s): {}{}",
+                pairs.len(),
+                shown.join(", "),
+                if pairs.len() > 20 { ", ..." } else { "" }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {

@@ -117,3 +117,19 @@ fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout) -> (FlatRecords, F
     }
     (send_to(comm, &recs, &dest), send_to(comm, &index, &dest))
 }
+
+/// Forwards `width` values per owned body (`owned[width*i..width*(i+1)]`
+/// for owned body i) to the ghost copies along the existing lists; returns
+/// them in ghost order (`width` per ghost). Reads only `owned` and the
+/// layout's ghost plan; collective. The DEM uses it for the ghosts'
+/// incremental DOFs at every residual evaluation.
+pub fn forward_values(comm: &Comm, layout: &Layout, owned: &[f64], width: usize) -> Vec<f64> {
+    let mut recs = FlatRecords::new(0, width);
+    let dest: Vec<usize> = layout.sends.iter().map(|&(r, _)| r).collect();
+    for &(_, i) in &layout.sends {
+        recs.push(layout.global_index[i], &[], &owned[width * i..width * (i + 1)]);
+    }
+    let got = send_to(comm, &recs, &dest);
+    assert_eq!(got.len(), layout.global_index.len() - layout.n_owned, "ghost lists changed without borders()");
+    got.f
+}

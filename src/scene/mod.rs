@@ -81,6 +81,25 @@ pub struct ContactSettings {
     pub distance: f64,
 }
 
+/// Implicit barrier DEM settings, resolved (see `config::schema::DemCfg`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DemSettings {
+    pub gbar: f64,
+    pub f: f64,
+    pub eps1: f64,
+    pub n1: f64,
+    pub n2: f64,
+    pub damping: f64,
+    pub eps_t: f64,
+    pub beta: f64,
+    pub gamma: f64,
+    pub dt_min: f64,
+    pub dt_max: f64,
+    pub newton_tolerance: f64,
+    pub newton_max_iterations: u32,
+    pub gap_fraction: f64,
+}
+
 /// A complete, validated scene. Body ids are 0..n in generation order.
 #[derive(Clone, Debug)]
 pub struct Scene {
@@ -96,6 +115,7 @@ pub struct Scene {
     pub contact: ContactSettings,
     /// Rebalance when max/mean bodies per rank exceeds this.
     pub imbalance: f64,
+    pub dem: DemSettings,
     /// The resolved configuration as TOML (overrides applied), kept in outputs.
     pub config_text: String,
 }

@@ -1,0 +1,10 @@
+//! Implicit barrier DEM (stage 3 "solver", solver = "dem"; Gay Neto &
+//! Wriggers §2): interface laws ([`law`]), rigid bodies with Rodrigues
+//! parameters and Newmark ([`rigid`]), contact elements ([`assemble`]) and the
+//! SNES step with adaptive Δt ([`solver`]).
+pub mod law;
+pub mod assemble;
+pub mod rigid;
+pub mod solver;
+
+pub use solver::DemSolver;

@@ -1,0 +1,447 @@
+//! The DEM time step (stage 3 "solver", solver = "dem"; DESIGN.md "One time
+//! step"): SNES (newtonls) on the incremental DOFs (u^Δ, α^Δ) of the owned
+//! bodies; residual = inertia − external + contact (eq 63), Jacobian as 6×6
+//! body blocks and 12×12 contact blocks in MPIBAIJ (bs 6); ghosts' DOFs
+//! forwarded at each evaluation; a line-search pre-check that keeps every
+//! gap above a fraction of its current value; the penetration test of
+//! §2.4.7; rejected steps halve Δt; Δt grows after easy steps.
+use super::assemble::{contact, ContactElement, Kinematics, Vec12};
+use super::law::NormalLaw;
+use super::rigid::{self, Newmark, RigidState};
+use crate::body::{Bodies, Shape};
+use crate::contact::WALL_INDEX;
+use crate::parallel::exchange::forward_values;
+use crate::parallel::records::{send_to, FlatRecords};
+use crate::parallel::{self, Comm};
+use crate::petsc::{self, InsertMode, Mat, PetscInt, Snes, Vector};
+use crate::solver::{ContactForces, Solver, SolverError, StepContext, StepReport};
+use mpi::traits::*;
+use nalgebra::Vector3;
+use std::collections::HashMap;
+
+/// Newton iterations at or below which the next Δt grows.
+const EASY_ITERATIONS: i64 = 4;
+/// Growth factor of Δt after an easy step.
+const GROWTH: f64 = 1.5;
+
+/// Implicit barrier DEM.
+pub struct DemSolver {
+    /// Δt to try next.
+    dt: f64,
+    /// Newmark accelerations (ü, ω̇) of owned bodies, by body id.
+    accel: HashMap<u64, (Vector3<f64>, Vector3<f64>)>,
+    options_set: bool,
+    /// Steps rejected so far (Newton failure or penetration).
+    pub rejected: u64,
+}
+
+impl Default for DemSolver {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DemSolver {
+    pub fn new() -> Self {
+        Self { dt: f64::INFINITY, accel: HashMap::new(), options_set: false, rejected: 0 }
+    }
+
+    /// Accelerations of owned bodies that arrived from another rank: asks
+    /// every rank for the ids this rank lacks (collective); the map then
+    /// keeps exactly the owned bodies.
+    fn sync_accelerations(&mut self, comm: &Comm, bodies: &Bodies, n_owned: usize, gravity: &Vector3<f64>) {
+        let missing: Vec<u64> = (0..n_owned).map(|i| bodies.id[i]).filter(|id| !self.accel.contains_key(id)).collect();
+        if parallel::sum_u64(comm, missing.len() as u64) > 0 {
+            let size = comm.size() as usize;
+            let me = comm.rank() as u64;
+            let mut req = FlatRecords::new(1, 0);
+            let mut dest = Vec::new();
+            for &id in &missing {
+                for r in 0..size {
+                    req.push(id, &[me], &[]);
+                    dest.push(r);
+                }
+            }
+            let got = send_to(comm, &req, &dest);
+            let mut rep = FlatRecords::new(0, 6);
+            let mut rdest = Vec::new();
+            for k in 0..got.len() {
+                if let Some((a, w)) = self.accel.get(&got.keys[k]) {
+                    rep.push(got.keys[k], &[], &[a.x, a.y, a.z, w.x, w.y, w.z]);
+                    rdest.push(got.u_row(k)[0] as usize);
+                }
+            }
+            let ans = send_to(comm, &rep, &rdest);
+            for k in 0..ans.len() {
+                let f = ans.f_row(k);
+                self.accel.insert(ans.keys[k], (Vector3::new(f[0], f[1], f[2]), Vector3::new(f[3], f[4], f[5])));
+            }
+        }
+        let mut fresh = HashMap::with_capacity(n_owned);
+        for i in 0..n_owned {
+            let id = bodies.id[i];
+            // A body never seen anywhere (first step): free-flight start.
+            let a = self.accel.get(&id).copied().unwrap_or_else(|| {
+                if bodies.fixed[i] {
+                    (Vector3::zeros(), Vector3::zeros())
+                } else {
+                    (mask3(*gravity, bodies.dof_mask[i], 0), Vector3::zeros())
+                }
+            });
+            fresh.insert(id, a);
+        }
+        self.accel = fresh;
+    }
+}
+
+fn mask3(v: Vector3<f64>, mask: u8, first: usize) -> Vector3<f64> {
+    Vector3::from_fn(|k, _| if mask & (1 << (first + k)) != 0 { v[k] } else { 0.0 })
+}
+
+fn sphere_radius(ctx: &StepContext, bodies: &Bodies, i: usize) -> Option<f64> {
+    match ctx.shapes.shape(bodies.shape[i]) {
+        Shape::Sphere { radius } => Some(*radius),
+        Shape::Mesh(_) => None,
+    }
+}
+
+/// The contact elements of this step from the detected contacts.
+fn elements(ctx: &StepContext, bodies: &Bodies) -> Vec<ContactElement> {
+    ctx.contacts
+        .iter()
+        .map(|c| {
+            let (ia, ib) = (c.ia, c.ib);
+            let wall = ib == WALL_INDEX;
+            let kin = match (sphere_radius(ctx, bodies, ia), (!wall).then(|| sphere_radius(ctx, bodies, ib)).flatten()) {
+                (Some(ra), Some(rb)) => {
+                    Kinematics::Spheres { xa: bodies.position[ia], xb: bodies.position[ib], ra, rb }
+                }
+                _ => Kinematics::Linear { g0: c.gap, n: c.normal, r_a: c.r_a, r_b: if wall { Vector3::zeros() } else { c.r_b } },
+            };
+            let (g0, _, _, n0) = super::assemble::gap(&kin, &Vec12::zeros());
+            let ma = bodies.mass[ia];
+            let m_eff = if wall || bodies.fixed[ib] {
+                ma
+            } else if bodies.fixed[ia] {
+                bodies.mass[ib]
+            } else {
+                ma * bodies.mass[ib] / (ma + bodies.mass[ib])
+            };
+            ContactElement { kin, g_start: g0, n_start: n0, m_eff }
+        })
+        .collect()
+}
+
+/// Everything a residual/Jacobian evaluation reads.
+struct Problem<'a> {
+    ctx: &'a StepContext<'a>,
+    bodies: &'a Bodies,
+    states: Vec<RigidState>,
+    elements: Vec<ContactElement>,
+    law: NormalLaw,
+    zeta: f64,
+    dt: f64,
+    nm: Newmark,
+}
+
+impl Problem<'_> {
+    fn n_owned(&self) -> usize {
+        self.ctx.layout.n_owned
+    }
+
+    /// Increments of every local body (owned from `x`, ghosts forwarded).
+    fn local_increments(&self, x: &Vector) -> Result<Vec<f64>, String> {
+        let owned: Vec<f64> = x.view().map_err(|e| e.to_string())?.to_vec();
+        let ghosts = forward_values(self.ctx.comm, self.ctx.layout, &owned, 6);
+        let mut all = owned;
+        all.extend(ghosts);
+        Ok(all)
+    }
+
+    fn x12(&self, all: &[f64], k: usize) -> Vec12 {
+        let (ia, ib) = (self.ctx.contacts.ia[k], self.ctx.contacts.ib[k]);
+        let mut x = Vec12::zeros();
+        for j in 0..6 {
+            x[j] = all[6 * ia + j];
+            if ib != WALL_INDEX {
+                x[6 + j] = all[6 * ib + j];
+            }
+        }
+        x
+    }
+
+    fn dof(&self, i: usize) -> PetscInt {
+        self.ctx.layout.global_index[i] as PetscInt
+    }
+
+    fn residual(&self, x: &Vector, f: &mut Vector) -> Result<(), String> {
+        let all = self.local_increments(x)?;
+        let n = self.n_owned();
+        f.zero().map_err(|e| e.to_string())?;
+        let mut idx: Vec<PetscInt> = Vec::with_capacity(6 * n);
+        let mut val: Vec<f64> = Vec::with_capacity(6 * n);
+        for i in 0..n {
+            let u = Vector3::new(all[6 * i], all[6 * i + 1], all[6 * i + 2]);
+            let a = Vector3::new(all[6 * i + 3], all[6 * i + 4], all[6 * i + 5]);
+            let (r, _) = rigid::residual(&self.states[i], &self.nm, &u, &a);
+            for k in 0..6 {
+                idx.push(6 * self.dof(i) + k as PetscInt);
+                val.push(if self.bodies.dof_mask[i] & (1 << k) != 0 { r[k] } else { all[6 * i + k] });
+            }
+        }
+        for k in 0..self.ctx.contacts.len() {
+            let x12 = self.x12(&all, k);
+            let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, &x12)
+                .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
+            if e.force == 0.0 {
+                continue;
+            }
+            for (side, body) in [(0, self.ctx.contacts.ia[k]), (1, self.ctx.contacts.ib[k])] {
+                if body == WALL_INDEX {
+                    continue;
+                }
+                for j in 0..6 {
+                    if self.bodies.dof_mask[body] & (1 << j) != 0 {
+                        idx.push(6 * self.dof(body) + j as PetscInt);
+                        val.push(e.residual[6 * side + j]);
+                    }
+                }
+            }
+        }
+        f.set_values(&idx, &val, InsertMode::Add).map_err(|e| e.to_string())?;
+        f.assemble().map_err(|e| e.to_string())
+    }
+
+    fn jacobian(&self, x: &Vector, a: &mut Mat) -> Result<(), String> {
+        let all = self.local_increments(x)?;
+        let n = self.n_owned();
+        a.zero_entries().map_err(|e| e.to_string())?;
+        for i in 0..n {
+            let u = Vector3::new(all[6 * i], all[6 * i + 1], all[6 * i + 2]);
+            let al = Vector3::new(all[6 * i + 3], all[6 * i + 4], all[6 * i + 5]);
+            let (_, mut k) = rigid::residual(&self.states[i], &self.nm, &u, &al);
+            for r in 0..6 {
+                if self.bodies.dof_mask[i] & (1 << r) == 0 {
+                    k.row_mut(r).fill(0.0);
+                    k[(r, r)] = 1.0;
+                }
+            }
+            let vals: Vec<f64> = k.transpose().iter().copied().collect(); // row-major
+            let bi = self.dof(i);
+            a.set_values_blocked(&[bi], &[bi], &vals, InsertMode::Add).map_err(|e| e.to_string())?;
+        }
+        for k in 0..self.ctx.contacts.len() {
+            let x12 = self.x12(&all, k);
+            let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, &x12)
+                .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
+            if e.force == 0.0 {
+                continue;
+            }
+            let mut t = e.tangent;
+            let sides = [self.ctx.contacts.ia[k], self.ctx.contacts.ib[k]];
+            for (s, &body) in sides.iter().enumerate() {
+                if body == WALL_INDEX {
+                    continue;
+                }
+                for j in 0..6 {
+                    if self.bodies.dof_mask[body] & (1 << j) == 0 {
+                        t.row_mut(6 * s + j).fill(0.0);
+                    }
+                }
+            }
+            for (s, &rb) in sides.iter().enumerate() {
+                for (c, &cb) in sides.iter().enumerate() {
+                    if rb == WALL_INDEX || cb == WALL_INDEX {
+                        continue;
+                    }
+                    let blk = t.fixed_view::<6, 6>(6 * s, 6 * c);
+                    let vals: Vec<f64> = blk.transpose().iter().copied().collect();
+                    a.set_values_blocked(&[self.dof(rb)], &[self.dof(cb)], &vals, InsertMode::Add)
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        a.assemble().map_err(|e| e.to_string())
+    }
+
+    /// Largest factor s ≤ 1 such that the step x → x − s y keeps every gap
+    /// above `fraction` of its value at x (the gaps are linear or convex in
+    /// the increments, so the linear prediction is a lower bound).
+    fn step_limit(&self, x: &Vector, y: &Vector, fraction: f64) -> Result<f64, String> {
+        let all = self.local_increments(x)?;
+        let dir = self.local_increments(y)?;
+        let mut s: f64 = 1.0;
+        for k in 0..self.ctx.contacts.len() {
+            let (g, grad, _, _) = super::assemble::gap(&self.elements[k].kin, &self.x12(&all, k));
+            let dg = -grad.dot(&self.x12(&dir, k)); // change of g along −y
+            if g > 0.0 && g + dg < fraction * g {
+                s = s.min((1.0 - fraction) * g / -dg);
+            }
+        }
+        Ok(-parallel::max_f64(self.ctx.comm, -s))
+    }
+}
+
+impl Solver for DemSolver {
+    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError> {
+        let d = &ctx.scene.dem;
+        if !self.options_set {
+            for (k, v) in [("-ksp_type", "gmres"), ("-pc_type", "bjacobi"), ("-sub_pc_type", "ilu"), ("-ksp_rtol", "1e-12")] {
+                petsc::options::set_default(k, Some(v))?;
+            }
+            self.options_set = true;
+        }
+        let n = ctx.layout.n_owned;
+        let g = ctx.scene.simulation.gravity;
+        self.sync_accelerations(ctx.comm, bodies, n, &g);
+        let law = NormalLaw::new(d.eps1, d.n1, d.n2, d.gbar, d.f);
+        let elements = elements(ctx, bodies);
+        let mut dt = self.dt.min(d.dt_max).min(ctx.dt);
+        let mut iterations = 0u64;
+        loop {
+            let nm = Newmark::new(d.beta, d.gamma, dt);
+            let states: Vec<RigidState> = (0..n)
+                .map(|i| {
+                    let (acc, wacc) = self.accel[&bodies.id[i]];
+                    RigidState {
+                        mass: bodies.mass[i],
+                        inertia: bodies.world_inertia(i),
+                        velocity: bodies.velocity[i],
+                        acceleration: acc,
+                        angular_velocity: bodies.angular_velocity[i],
+                        angular_acceleration: wacc,
+                        force: bodies.mass[i] * g,
+                        moment: Vector3::zeros(),
+                        point_force: Vector3::zeros(),
+                        point_offset: Vector3::zeros(),
+                    }
+                })
+                .collect();
+            let prob = Problem { ctx, bodies, states, elements: elements.clone(), law, zeta: d.damping, dt, nm };
+            let (ok, its, x) = solve(&prob, d)?;
+            iterations += its as u64;
+            let x = if ok { Some(x) } else { None };
+            // Penetration test (§2.4.7): every gap positive, no normal flipped.
+            let accepted = match &x {
+                Some(x) => {
+                    let all = prob.local_increments(x).map_err(SolverError::Other)?;
+                    let fine = (0..ctx.contacts.len()).all(|k| {
+                        let (gk, _, _, nk) = super::assemble::gap(&prob.elements[k].kin, &prob.x12(&all, k));
+                        gk > 0.0 && nk.dot(&prob.elements[k].n_start) > 0.0
+                    });
+                    parallel::all_ok(ctx.comm, fine).then_some(all)
+                }
+                None => None,
+            };
+            match accepted {
+                Some(all) => {
+                    let f_n: Vec<f64> = (0..ctx.contacts.len())
+                        .map(|k| {
+                            contact(&prob.elements[k], &prob.law, prob.zeta, prob.dt, &prob.x12(&all, k)).map_or(0.0, |e| e.force)
+                        })
+                        .collect();
+                    let Problem { states, nm, .. } = prob;
+                    self.finish(&states, &nm, &all, bodies);
+                    forces.f_t = vec![Vector3::zeros(); f_n.len()];
+                    forces.f_n = f_n;
+                    forces.f_compatible.clear();
+                    self.dt = if its <= EASY_ITERATIONS { (dt * GROWTH).min(d.dt_max) } else { dt };
+                    return Ok(StepReport { iterations, dt });
+                }
+                None => {
+                    self.rejected += 1;
+                    if dt <= d.dt_min * (1.0 + 1e-12) {
+                        return Err(SolverError::Other(format!(
+                            "Newton failed at the smallest time step dt_min = {dt:e} (t = {:e})",
+                            ctx.time
+                        )));
+                    }
+                    dt = (0.5 * dt).max(d.dt_min);
+                    log::info!("dem: step {} rejected, retrying with dt = {dt:e}", ctx.step);
+                }
+            }
+        }
+    }
+}
+
+impl DemSolver {
+    /// Moves the owned bodies to configuration i+1 (eqs 3, 5, 21, 22).
+    fn finish(&mut self, states: &[RigidState], nm: &Newmark, all: &[f64], bodies: &mut Bodies) {
+        for (i, st) in states.iter().enumerate() {
+            let mask = bodies.dof_mask[i];
+            let u = mask3(Vector3::new(all[6 * i], all[6 * i + 1], all[6 * i + 2]), mask, 0);
+            let a = mask3(Vector3::new(all[6 * i + 3], all[6 * i + 4], all[6 * i + 5]), mask, 3);
+            let up = rigid::update(st, nm, &u, &a);
+            bodies.position[i] += u;
+            bodies.orientation[i] = up.rotation * bodies.orientation[i];
+            bodies.velocity[i] = mask3(up.velocity, mask, 0);
+            bodies.angular_velocity[i] = mask3(up.angular_velocity, mask, 3);
+            self.accel.insert(bodies.id[i], (mask3(up.acceleration, mask, 0), mask3(up.angular_acceleration, mask, 3)));
+        }
+    }
+}
+
+/// One Newton solve by SNES; returns (converged, iterations, solution).
+fn solve(prob: &Problem, d: &crate::scene::DemSettings) -> Result<(bool, i64, Vector), SolverError> {
+    let comm = prob.ctx.comm;
+    let n = prob.n_owned();
+    let nb = n as PetscInt;
+    // Preallocation: block rows get the diagonal plus one block per local
+    // contact of the body; partners on other ranks add more (allowed).
+    let mut d_nnz = vec![1 as PetscInt; n];
+    let mut o_nnz = vec![0 as PetscInt; n];
+    for k in 0..prob.ctx.contacts.len() {
+        let (ia, ib) = (prob.ctx.contacts.ia[k], prob.ctx.contacts.ib[k]);
+        for (p, q) in [(ia, ib), (ib, ia)] {
+            if p < n && q != WALL_INDEX {
+                if q < n {
+                    d_nnz[p] += 1;
+                } else {
+                    o_nnz[p] += 1;
+                }
+            }
+        }
+    }
+    let total = parallel::sum_u64(comm, n as u64) as PetscInt;
+    for i in 0..n {
+        d_nnz[i] = (d_nnz[i] + 4).min(nb.max(1));
+        o_nnz[i] = (o_nnz[i] + 4).min((total - nb).max(0));
+    }
+    let mut jac = Mat::baij(comm, 6, 6 * nb, 6 * nb, 0, &d_nnz, 0, &o_nnz)?;
+    jac.set_new_nonzero_allocation_err(false)?;
+    let mut x = Vector::mpi(comm, 6 * nb)?;
+    x.zero()?;
+    let f = x.duplicate()?;
+    let fraction = d.gap_fraction;
+    let mut snes = Snes::new(comm)?;
+    snes.set_function(Some(&f), |x: &Vector, f: &mut Vector| prob.residual(x, f))?;
+    snes.set_jacobian(&jac, None, |x: &Vector, a: &mut Mat, _p: Option<&mut Mat>| prob.jacobian(x, a))?;
+    snes.set_line_search_precheck(|x: &Vector, y: &mut Vector| -> Result<bool, String> {
+        let s = prob.step_limit(x, y, fraction)?;
+        if s < 1.0 {
+            y.scale(s).map_err(|e| e.to_string())?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    })?;
+    snes.set_tolerances(Some(d.newton_tolerance), Some(1e-30), Some(0.0), Some(d.newton_max_iterations as PetscInt), Some(100_000))?;
+    snes.set_from_options()?;
+    let result = snes.solve(None, &mut x);
+    let its = snes.iteration_number().unwrap_or(0) as i64;
+    let ok = match result {
+        Ok(()) => snes.converged_reason()?.converged(),
+        Err(e) => {
+            log::debug!("dem: SNES failed: {e}");
+            false
+        }
+    };
+    // Agree (a callback error may be local).
+    let ok = parallel::all_ok(comm, ok);
+    if log::log_enabled!(log::Level::Debug) {
+        log::debug!("dem: residual history {:?}", snes.residual_history().unwrap_or_default());
+    }
+    drop(snes);
+    let _ = comm.rank();
+    Ok((ok, its, x))
+}

@@ -1,0 +1,252 @@
+//! Implicit barrier DEM (solver = "dem"): rebound with and without damping,
+//! a sphere at rest on a wall (force m g, gap = law inverse), Newton's
+//! quadratic convergence, and the same trajectory on 1, 2 and 3 ranks.
+mod common;
+use std::path::Path;
+use stiffgrain::dem::law::NormalLaw;
+
+const LAW: &str = "gbar = 0.005\nf = 0.5\neps1 = 1.0e6\nn1 = 1.5\nn2 = -2.0\n";
+
+fn drop_scene(out: &Path, extra: &str, t_end: f64, z0: f64) -> String {
+    format!(
+        r#"
+[simulation]
+solver = "dem"
+t_end = {t_end}
+dt = 1e-4
+gravity = [0.0, 0.0, -9.81]
+
+[[material]]
+name = "m"
+density = 1000.0
+
+[[shape]]
+name = "s"
+kind = "sphere"
+radius = 0.1
+
+[[body]]
+shape = "s"
+position = [0.0, 0.0, {z0}]
+
+[[wall]]
+point = [0.0, 0.0, 0.0]
+normal = [0.0, 0.0, 1.0]
+
+[contact]
+distance = 0.01
+
+[dem]
+{LAW}{extra}
+
+[output]
+dir = "{}"
+every = 5
+thermo_every = 1000
+"#,
+        out.display()
+    )
+}
+
+/// (time, z of body 0) for every frame, in time order.
+fn heights(file: &Path) -> Vec<(f64, f64)> {
+    let f = hdf5::File::open(file).unwrap();
+    let frames = f.group("frames").unwrap();
+    let mut out = Vec::new();
+    for name in frames.member_names().unwrap() {
+        let g = frames.group(&name).unwrap();
+        let t: f64 = g.attr("time").unwrap().read_scalar().unwrap();
+        let p = g.group("bodies").unwrap().dataset("position").unwrap().read_raw::<f64>().unwrap();
+        out.push((t, p[2]));
+    }
+    out.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+    out
+}
+
+fn run(np: usize, toml: &str, dir: &Path, extra: &[&str]) -> String {
+    let cfg = dir.join("scene.toml");
+    std::fs::write(&cfg, toml).unwrap();
+    let mut args = vec!["run", cfg.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    common::mpirun_ok(np, &common::stiffgrain(), &args)
+}
+
+/// Highest centre after the first bounce.
+fn rebound(h: &[(f64, f64)]) -> f64 {
+    let (imin, _) = h.iter().enumerate().fold((0, f64::INFINITY), |m, (i, p)| if p.1 < m.1 { (i, p.1) } else { m });
+    assert!(imin + 1 < h.len(), "no rebound in the run");
+    h[imin..].iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max)
+}
+
+#[test]
+fn undamped_rebound_reaches_drop_height_damped_does_not() {
+    let z0 = 0.3;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    run(1, &drop_scene(&out, "", 0.45, z0), tmp.path(), &[]);
+    let h = heights(&out.join("frames.h5"));
+    let top = rebound(&h);
+    let (drop, up) = (z0 - 0.1, top - 0.1); // heights of the bottom above the wall
+    assert!((up - drop).abs() < 0.01 * drop, "undamped rebound {up} vs drop {drop}");
+
+    let tmp2 = tempfile::tempdir().unwrap();
+    let out2 = tmp2.path().join("out");
+    run(1, &drop_scene(&out2, "damping = 0.3\n", 0.45, z0), tmp2.path(), &[]);
+    let up2 = rebound(&heights(&out2.join("frames.h5"))) - 0.1;
+    assert!(up2 < 0.9 * drop, "damped rebound {up2} should fall below the drop height {drop}");
+}
+
+#[test]
+fn sphere_at_rest_carries_its_weight_at_the_law_gap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let law = NormalLaw::new(1.0e6, 1.5, -2.0, 0.005, 0.5);
+    let m = 1000.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.1f64.powi(3);
+    let g_eq = law.inverse(m * 9.81);
+    // start 20 % above the equilibrium gap, strongly damped
+    let z0 = 0.1 + 1.2 * g_eq;
+    run(1, &drop_scene(&out, "damping = 1.0\n", 0.5, z0), tmp.path(), &[]);
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let wall = s["reactions"].as_array().unwrap().iter().find(|r| r["body"].as_u64().unwrap() >= 1 << 63).unwrap();
+    let fz = wall["force"][2].as_f64().unwrap();
+    assert!((fz - (-m * 9.81)).abs() < 1e-4 * m * 9.81, "wall reaction {fz} vs weight {}", m * 9.81);
+    let h = heights(&out.join("frames.h5"));
+    let gap = h.last().unwrap().1 - 0.1;
+    assert!((gap - g_eq).abs() < 1e-4 * g_eq, "gap {gap:e} vs law inverse {g_eq:e}");
+}
+
+#[test]
+fn newton_converges_quadratically() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let text = run(1, &drop_scene(&out, "newton_tolerance = 1e-9\n", 0.25, 0.3), tmp.path(), &["--", "-snes_monitor"]);
+    // Norms per solve; look at contact steps with at least 3 iterations.
+    let mut solves: Vec<Vec<f64>> = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if let Some(rest) = l.split_once(" SNES Function norm ") {
+            let it: usize = rest.0.trim().parse().unwrap();
+            let v: f64 = rest.1.trim().parse().unwrap();
+            if it == 0 {
+                solves.push(Vec::new());
+            }
+            solves.last_mut().unwrap().push(v);
+        }
+    }
+    let mut seen = 0;
+    for r in solves.iter().filter(|r| r.len() >= 4) {
+        // r_{k+1} / r_k² bounded while r_k decreases from moderate values:
+        // check the last contraction is much stronger than linear.
+        // Triples (a, b, c) of successive norms above round-off (c > 1e-14 r0)
+        // near the solution (b < 1e-4 r0): log(c/b) / log(b/a) ≈ 2.
+        for w in r.windows(3) {
+            let (a, b, c) = (w[0], w[1], w[2]);
+            if c > 1e-14 * r[0] && b < 1e-4 * r[0] && b < 1e-1 * a {
+                let rate = (c / b).ln() / (b / a).ln();
+                assert!(rate > 1.6, "not quadratic: {:?} (rate {rate})", r);
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 0, "no Newton history with enough iterations: {} solves", solves.len());
+}
+
+fn crowd(out: &Path) -> String {
+    format!(
+        r#"
+[simulation]
+solver = "dem"
+t_end = 0.05
+dt = 5e-4
+gravity = [0.0, 0.0, -9.81]
+
+[[material]]
+name = "m"
+density = 1000.0
+
+[[shape]]
+name = "s"
+kind = "sphere"
+radius = 0.1
+
+[[generate]]
+kind = "lattice"
+shape = "s"
+origin = [-0.3, 0.0, 0.102]
+count = [4, 2, 1]
+gap = 0.002
+velocity = [0.0, 0.0, 0.0]
+
+[[body]]
+shape = "s"
+position = [-0.8, 0.05, 0.103]
+velocity = [8.0, 0.0, 0.0]
+
+[[body]]
+shape = "s"
+position = [0.8, 0.16, 0.103]
+velocity = [-8.0, 0.0, 0.0]
+
+[[wall]]
+point = [0.0, 0.0, 0.0]
+normal = [0.0, 0.0, 1.0]
+
+[contact]
+distance = 0.01
+
+[dem]
+{LAW}
+damping = 0.2
+
+[output]
+dir = "{}"
+every = 100
+"#,
+        out.display()
+    )
+}
+
+fn final_state(file: &Path) -> Vec<f64> {
+    let f = hdf5::File::open(file).unwrap();
+    let frames = f.group("frames").unwrap();
+    let mut names = frames.member_names().unwrap();
+    names.sort_by_key(|n| n.parse::<u64>().unwrap_or(0));
+    let b = frames.group(names.last().unwrap()).unwrap().group("bodies").unwrap();
+    let mut v = b.dataset("position").unwrap().read_raw::<f64>().unwrap();
+    v.extend(b.dataset("velocity").unwrap().read_raw::<f64>().unwrap());
+    v
+}
+
+#[test]
+fn same_trajectory_on_one_two_three_ranks() {
+    let mut results = Vec::new();
+    let mut dirs = Vec::new();
+    for np in [1, 2, 3] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        run(np, &crowd(&out), tmp.path(), &[]);
+        let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        assert!(s["steps"].as_u64().unwrap() >= 100);
+        results.push(final_state(&out.join("frames.h5")));
+        dirs.push(tmp);
+    }
+    // the moving spheres really collided (velocities changed)
+    let v = &results[0][results[0].len() / 2..];
+    assert!(v.iter().step_by(3).any(|&vx| vx.abs() > 0.1 && (vx.abs() - 8.0).abs() > 0.1), "no collision");
+    for k in 1..3 {
+        let err = results[0].iter().zip(&results[k]).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-9, "{} ranks differ from 1 rank by {err:e}", k + 1);
+    }
+}
+
+#[test]
+fn touching_bodies_are_refused_for_dem() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let cfg = tmp.path().join("scene.toml");
+    std::fs::write(&cfg, drop_scene(&out, "", 0.1, 0.3).replace("[[wall]]", "[[body]]\nshape = \"s\"\nposition = [0.2, 0.0, 0.3]\n\n[[wall]]")).unwrap();
+    let o = common::mpirun(1, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("0-1") && err.contains("positive initial gap"), "{err}");
+}
