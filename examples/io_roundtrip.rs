@@ -82,7 +82,7 @@ fn scene() -> Scene {
         bodies: Bodies::new(),
         walls: vec![],
         output: Output { dir: PathBuf::from("out"), every: 1, checkpoint_every: 5, checkpoint_keep: 2, thermo_every: 1 },
-        solver: SolverSettings { tolerance: 1e-8, max_iterations: 100 },
+        solver: SolverSettings { tolerance: 1e-8, max_iterations: 100, method: Default::default(), pgs_order: Default::default() },
         config_text: "[simulation]\nsolver = \"dem\"\n# a \"quoted\" <config> & more\n".into(),
     }
 }
