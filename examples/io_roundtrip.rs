@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use stiffgrain::body::{Bodies, Body, Shape, TriMesh, DOF_2D, DOF_ALL, DOF_NONE};
 use stiffgrain::io::{self, CheckpointExtra, ContactKey, ContactRecord, ContactRecords, FlatRecords, FrameWriter, HISTORY_LEN};
-use stiffgrain::scene::{Output, Scene, Simulation, SolverKind, SolverSettings};
+use stiffgrain::scene::{ContactSettings, Output, Scene, Simulation, SolverKind, SolverSettings};
 
 /// Body `id` of the deterministic test set.
 fn body(id: u64) -> Body {
@@ -83,6 +83,7 @@ fn scene() -> Scene {
         walls: vec![],
         output: Output { dir: PathBuf::from("out"), every: 1, checkpoint_every: 5, checkpoint_keep: 2, thermo_every: 1 },
         solver: SolverSettings { tolerance: 1e-8, max_iterations: 100, method: Default::default(), pgs_order: Default::default() },
+        contact: ContactSettings { skin: 0.05, distance: 0.025 },
         config_text: "[simulation]\nsolver = \"dem\"\n# a \"quoted\" <config> & more\n".into(),
     }
 }

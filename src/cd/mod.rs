@@ -15,7 +15,7 @@ pub mod pgs;
 
 use crate::body::Bodies;
 use crate::contact::{Contacts, WALL_ID_BASE};
-use crate::petsc::{InsertMode, PetscInt, Stage};
+use crate::petsc::{InsertMode, PetscInt, Stage, Vector};
 use crate::scene::{CdMethod, Scene};
 use crate::solver::{ContactForces, SolverError, Solver, StepContext, StepReport};
 use nalgebra::{UnitQuaternion, Vector3, Vector6};
@@ -89,6 +89,39 @@ fn free_velocity(bodies: &Bodies, i: usize, gravity: &Vector3<f64>, dt: f64) -> 
     out
 }
 
+/// p of eq 20 for the contacts of `op`: Φ/Δt + B (v + Δt M⁻¹ F_ext), with
+/// the restitution substitution Φ/Δt → e_n B v for contacts that are closing
+/// (B v < 0) and would close within the step without a force (so contacts
+/// not yet formed do not bounce early). Collective.
+pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Contacts, dt: f64) -> crate::petsc::Result<Vector> {
+    let gravity = scene.simulation.gravity;
+    let mut v = op.body_vec()?;
+    let mut vf = op.body_vec()?;
+    {
+        let (mut vv, mut fv) = (v.view_mut()?, vf.view_mut()?);
+        for i in 0..op.n_owned {
+            let (lin, ang) = (bodies.velocity[i], bodies.angular_velocity[i]);
+            vv[6 * i..6 * i + 3].copy_from_slice(lin.as_slice());
+            vv[6 * i + 3..6 * i + 6].copy_from_slice(ang.as_slice());
+            fv[6 * i..6 * i + 6].copy_from_slice(free_velocity(bodies, i, &gravity, dt).as_slice());
+        }
+    }
+    let mut bv = op.contact_vec()?;
+    op.b.mult(&v, &mut bv)?;
+    let mut p = op.contact_vec()?;
+    op.b.mult(&vf, &mut p)?;
+    {
+        let bvv = bv.view()?;
+        let mut pv = p.view_mut()?;
+        for i in 0..contacts.len() {
+            let phi = contacts.gap[i] / dt;
+            let e = restitution(scene, bodies, contacts, i);
+            pv[i] += if e > 0.0 && bvv[i] < 0.0 && phi + pv[i] < 0.0 { e * bvv[i] } else { phi };
+        }
+    }
+    Ok(p)
+}
+
 impl Solver for CdSolver {
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError> {
         let (comm, scene, contacts, dt) = (ctx.comm, ctx.scene, ctx.contacts, ctx.dt);
@@ -107,33 +140,7 @@ impl Solver for CdSolver {
             let (st_asm, st_solve) = self.stages.expect("registered above");
             let guard = st_asm.push()?;
             let mut op = ContactOperator::assemble(comm, bodies, ctx.layout, contacts, dt)?;
-            let mut v = op.body_vec()?;
-            let mut vf = op.body_vec()?;
-            {
-                let (mut vv, mut fv) = (v.view_mut()?, vf.view_mut()?);
-                for i in 0..n_owned {
-                    let (lin, ang) = (bodies.velocity[i], bodies.angular_velocity[i]);
-                    vv[6 * i..6 * i + 3].copy_from_slice(lin.as_slice());
-                    vv[6 * i + 3..6 * i + 6].copy_from_slice(ang.as_slice());
-                    fv[6 * i..6 * i + 6].copy_from_slice(free_velocity(bodies, i, &gravity, dt).as_slice());
-                }
-            }
-            let mut bv = op.contact_vec()?;
-            op.b.mult(&v, &mut bv)?;
-            // p = Φ/Δt + B (v + Δt M⁻¹ F_ext); restitution: Φ/Δt → e_n B v for
-            // contacts that are closing (B v < 0) and would close within the
-            // step without a force (so contacts not yet formed do not bounce).
-            let mut p = op.contact_vec()?;
-            op.b.mult(&vf, &mut p)?;
-            {
-                let bvv = bv.view()?;
-                let mut pv = p.view_mut()?;
-                for i in 0..nc {
-                    let phi = contacts.gap[i] / dt;
-                    let e = restitution(scene, bodies, contacts, i);
-                    pv[i] += if e > 0.0 && bvv[i] < 0.0 && phi + pv[i] < 0.0 { e * bvv[i] } else { phi };
-                }
-            }
+            let p = rhs(&op, scene, bodies, contacts, dt)?;
             // Warm start by contact identity (contacts that stayed on this rank).
             let mut f = op.contact_vec()?;
             {
