@@ -138,7 +138,7 @@ normal = [0.0, 0.0, 1.0]
     for &(a, b, f) in &last.contacts {
         // Sphere k (id k, from the bottom) carries the spheres above it.
         let above = if b == WALL { 4.0 } else { (3 - a) as f64 };
-        assert_eq!(b == WALL || b == a + 1, true, "unexpected contact {a}-{b}");
+        assert!(b == WALL || b == a + 1, "unexpected contact {a}-{b}");
         assert!((f - above * w).abs() <= 1e-6 * w, "contact {a}-{b}: {f} vs {}", above * w);
     }
     let r = reactions(&out);

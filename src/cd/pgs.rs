@@ -51,6 +51,7 @@ fn ghost_gather(comm: &Comm, layout: &Layout, n_local_bodies: usize) -> Result<M
 }
 
 /// Solves (21) in place by PGS; `f` holds the warm start on entry. Collective.
+#[allow(clippy::too_many_arguments)]
 pub fn pgs(
     comm: &Comm,
     op: &ContactOperator,
