@@ -8,7 +8,8 @@ use crate::parallel::domain::Domain;
 use crate::parallel::exchange::{self, Layout};
 use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::{self, Comm};
-use crate::scene::Scene;
+use crate::cd::CdSolver;
+use crate::scene::{Scene, SolverKind};
 use crate::solver::{ContactForces, FreeFlight, Solver, StepContext};
 use crate::timers::Timers;
 use mpi::traits::*;
@@ -282,8 +283,10 @@ impl<'a> Sim<'a> {
 
 /// Picks the solver for the scene.
 fn make_solver(scene: &Scene) -> Box<dyn Solver> {
-    if scene.simulation.solver == crate::scene::SolverKind::Dem {
-        return Box::new(crate::dem::DemSolver::new());
+    match scene.simulation.solver {
+        SolverKind::Dem => return Box::new(crate::dem::DemSolver::new()),
+        SolverKind::Cd => return Box::new(CdSolver::new()),
+        SolverKind::CompatibleCd => {}
     }
     log::warn!(
         "solver {}: contact forces are not implemented yet; bodies move in free flight",

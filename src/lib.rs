@@ -3,6 +3,7 @@
 //! Dependencies point one way: `config -> scene -> body -> geometry -> contact
 //! -> {cd, compat, dem} -> io`; `parallel` and `petsc` are services.
 pub mod body;
+pub mod cd;
 pub mod config;
 pub mod contact;
 pub mod dem;

@@ -7,7 +7,7 @@ fn scene(out: &Path) -> String {
     format!(
         r#"
 [simulation]
-solver = "cd"
+solver = "dem"
 t_end = 0.25
 dt = 0.01
 gravity = [0.5, -1.0, -9.81]

@@ -1,5 +1,5 @@
 //! The TOML schema, exactly as users write it. Every table refuses unknown keys.
-use crate::scene::SolverKind;
+use crate::scene::{CdMethod, PgsOrder, SolverKind};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -281,11 +281,22 @@ pub struct SolverCfg {
     pub tolerance: f64,
     #[serde(default = "default_max_it")]
     pub max_iterations: u32,
+    /// `cd`: "apgd" (default) or "pgs".
+    #[serde(default)]
+    pub method: CdMethod,
+    /// `cd` with PGS: "forward" (default) or "reverse" contact order within a rank.
+    #[serde(default)]
+    pub pgs_order: PgsOrder,
 }
 
 impl Default for SolverCfg {
     fn default() -> Self {
-        Self { tolerance: default_tol(), max_iterations: default_max_it() }
+        Self {
+            tolerance: default_tol(),
+            max_iterations: default_max_it(),
+            method: CdMethod::default(),
+            pgs_order: PgsOrder::default(),
+        }
     }
 }
 

@@ -237,6 +237,8 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
             0 => return Err(c.err("solver.max_iterations", "must be at least 1")),
             n => n,
         },
+        method: cfg.solver.method,
+        pgs_order: cfg.solver.pgs_order,
     };
     // Defaults scale with the smallest body: a skin of a fifth of its radius,
     // and a detection distance of a tenth.

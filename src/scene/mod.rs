@@ -67,11 +67,38 @@ pub struct Output {
     pub thermo_every: u64,
 }
 
+/// How the `cd` solver solves its contact problem each step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CdMethod {
+    /// Accelerated projected gradient descent on the QP (22) (Mazhar et al. 2015).
+    #[default]
+    Apgd,
+    /// Projected Gauss–Seidel on the LCP (21); the forces depend on the contact order.
+    Pgs,
+}
+
+/// Order in which PGS visits a rank's contacts (Jacobi between ranks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PgsOrder {
+    /// Contact list order (canonical (a, b, sub_a, sub_b) order of detection).
+    #[default]
+    Forward,
+    /// The reverse of `Forward`.
+    Reverse,
+}
+
 /// Solver tolerances and limits shared by the solvers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SolverSettings {
+    /// Relative residual tolerance (the `cd` stopping rule: see `cd::apgd`).
     pub tolerance: f64,
     pub max_iterations: u32,
+    /// `cd`: APGD (default) or PGS.
+    pub method: CdMethod,
+    /// `cd` with PGS: contact order within a rank.
+    pub pgs_order: PgsOrder,
 }
 
 /// Contact detection settings.

@@ -1,0 +1,235 @@
+//! Contact Dynamics, `solver = "cd"` (time-step stage 3; paper olsen-kamrin
+//! §4–5 and step 1 of Algorithm 1): per step
+//!
+//! 1. assemble B and M⁻¹ ([`operator`]), p = Φ/Δt + B v + Δt B M⁻¹ F_ext (eq 20),
+//!    with the restitution substitution Φ/Δt → e_n B v for closing contacts;
+//! 2. solve the QP (22) by APGD ([`apgd`], default) or the LCP (21) by PGS
+//!    ([`pgs`]), warm-started from the previous step's forces;
+//! 3. v⁺ = v + Δt M⁻¹ (Bᵀ f + F_ext), q⁺ = q + Δt v⁺, orientation by
+//!    exp(ω⁺ Δt) (semi-implicit Euler, eq 13), on the owned free DOFs.
+//!
+//! f is a force (N carries the Δt): [`ContactForces::f_n`] holds it.
+pub mod apgd;
+pub mod operator;
+pub mod pgs;
+
+use crate::body::Bodies;
+use crate::contact::{Contacts, WALL_ID_BASE};
+use crate::petsc::{InsertMode, PetscInt, Stage, Vector};
+use crate::scene::{CdMethod, Scene};
+use crate::solver::{ContactForces, SolverError, Solver, StepContext, StepReport};
+use nalgebra::{UnitQuaternion, Vector3, Vector6};
+use operator::ContactOperator;
+use std::collections::HashMap;
+
+pub use apgd::QpResult;
+
+/// Identity of a contact across steps: (a, b, sub_a, sub_b).
+type ContactKey = (u64, u64, u32, u32);
+
+/// Running totals of the contact solves (for benchmarks and logs).
+#[derive(Clone, Debug, Default)]
+pub struct CdStats {
+    /// Steps with at least one contact somewhere.
+    pub solves: u64,
+    /// Solver iterations over all solves.
+    pub iterations: u64,
+    /// N applications (APGD) on this rank.
+    pub n_applies: u64,
+    /// Sum over solves of this rank's contacts × N applies.
+    pub contact_applies: u64,
+    /// Seconds in the solve (APGD/PGS) on this rank.
+    pub solve_seconds: f64,
+    /// Solves that stopped at max_iterations.
+    pub not_converged: u64,
+}
+
+/// The `cd` solver; holds only the warm-start forces between steps.
+#[derive(Default)]
+pub struct CdSolver {
+    warm: HashMap<ContactKey, f64>,
+    stages: Option<(Stage, Stage)>,
+    pub stats: CdStats,
+}
+
+impl CdSolver {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Combined normal restitution of a contact: the smaller of the two
+/// materials' e_n (a wall uses its own material), so a perfectly plastic
+/// material never bounces whatever it hits.
+pub fn restitution(scene: &Scene, bodies: &Bodies, contacts: &Contacts, i: usize) -> f64 {
+    let e = |m: u32| scene.materials.get(m as usize).map_or(0.0, |m| m.restitution);
+    let ea = e(bodies.material[contacts.ia[i]]);
+    let eb = if contacts.b[i] >= WALL_ID_BASE {
+        let w = (contacts.b[i] - WALL_ID_BASE) as usize;
+        scene.walls.get(w).map_or(0.0, |w| e(w.material))
+    } else {
+        e(bodies.material[contacts.ib[i]])
+    };
+    ea.min(eb)
+}
+
+/// [v, ω] of body `i` with the external acceleration (gravity on the free
+/// translational DOFs) applied for `dt`: v + Δt M⁻¹ F_ext.
+fn free_velocity(bodies: &Bodies, i: usize, gravity: &Vector3<f64>, dt: f64) -> Vector6<f64> {
+    let (v, w) = (bodies.velocity[i], bodies.angular_velocity[i]);
+    let mut out = Vector6::new(v.x, v.y, v.z, w.x, w.y, w.z);
+    let mask = bodies.dof_mask[i];
+    for k in 0..6 {
+        if mask & (1 << k) == 0 {
+            out[k] = 0.0;
+        } else if k < 3 {
+            out[k] += dt * gravity[k];
+        }
+    }
+    out
+}
+
+/// p of eq 20 for the contacts of `op`: Φ/Δt + B (v + Δt M⁻¹ F_ext), with
+/// the restitution substitution Φ/Δt → e_n B v for contacts that are closing
+/// (B v < 0) and would close within the step without a force (so contacts
+/// not yet formed do not bounce early). Collective.
+pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Contacts, dt: f64) -> crate::petsc::Result<Vector> {
+    let gravity = scene.simulation.gravity;
+    let mut v = op.body_vec()?;
+    let mut vf = op.body_vec()?;
+    {
+        let (mut vv, mut fv) = (v.view_mut()?, vf.view_mut()?);
+        for i in 0..op.n_owned {
+            let (lin, ang) = (bodies.velocity[i], bodies.angular_velocity[i]);
+            vv[6 * i..6 * i + 3].copy_from_slice(lin.as_slice());
+            vv[6 * i + 3..6 * i + 6].copy_from_slice(ang.as_slice());
+            fv[6 * i..6 * i + 6].copy_from_slice(free_velocity(bodies, i, &gravity, dt).as_slice());
+        }
+    }
+    let mut bv = op.contact_vec()?;
+    op.b.mult(&v, &mut bv)?;
+    let mut p = op.contact_vec()?;
+    op.b.mult(&vf, &mut p)?;
+    {
+        let bvv = bv.view()?;
+        let mut pv = p.view_mut()?;
+        for i in 0..contacts.len() {
+            let phi = contacts.gap[i] / dt;
+            let e = restitution(scene, bodies, contacts, i);
+            pv[i] += if e > 0.0 && bvv[i] < 0.0 && phi + pv[i] < 0.0 { e * bvv[i] } else { phi };
+        }
+    }
+    Ok(p)
+}
+
+impl Solver for CdSolver {
+    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError> {
+        let (comm, scene, contacts, dt) = (ctx.comm, ctx.scene, ctx.contacts, ctx.dt);
+        let n_owned = ctx.layout.n_owned;
+        let gravity = scene.simulation.gravity;
+        let nc = contacts.len();
+        let nc_global = crate::parallel::sum_u64(comm, nc as u64);
+        let mut f_local = vec![0.0; nc];
+        // Δt M⁻¹ Bᵀ f per owned body.
+        let mut dv = vec![Vector6::<f64>::zeros(); n_owned];
+        let mut iterations = 0;
+        if nc_global > 0 {
+            if self.stages.is_none() {
+                self.stages = Some((Stage::register("CD assembly")?, Stage::register("CD solve")?));
+            }
+            let (st_asm, st_solve) = self.stages.expect("registered above");
+            let guard = st_asm.push()?;
+            let mut op = ContactOperator::assemble(comm, bodies, ctx.layout, contacts, dt)?;
+            let p = rhs(&op, scene, bodies, contacts, dt)?;
+            // Warm start by contact identity (contacts that stayed on this rank).
+            let mut f = op.contact_vec()?;
+            {
+                let rows: Vec<PetscInt> = (0..nc).map(|i| op.row_offset + i as PetscInt).collect();
+                let vals: Vec<f64> = (0..nc)
+                    .map(|i| {
+                        let key = (contacts.a[i], contacts.b[i], contacts.sub_a[i], contacts.sub_b[i]);
+                        self.warm.get(&key).copied().unwrap_or(0.0)
+                    })
+                    .collect();
+                f.set_values(&rows, &vals, InsertMode::Insert)?;
+                f.assemble()?;
+            }
+            drop(guard);
+            let guard = st_solve.push()?;
+            let t0 = std::time::Instant::now();
+            let applies0 = op.applies;
+            let set = &scene.solver;
+            let res = match set.method {
+                CdMethod::Apgd => apgd::apgd(comm, &mut op, &p, &mut f, set.tolerance, set.max_iterations)?,
+                CdMethod::Pgs => pgs::pgs(
+                    comm,
+                    &op,
+                    ctx.layout,
+                    bodies.len(),
+                    &p,
+                    &mut f,
+                    set.tolerance,
+                    set.max_iterations,
+                    set.pgs_order,
+                )?,
+            };
+            drop(guard);
+            self.stats.solve_seconds += t0.elapsed().as_secs_f64();
+            self.stats.solves += 1;
+            self.stats.iterations += res.iterations;
+            self.stats.n_applies += op.applies - applies0;
+            self.stats.contact_applies += (op.applies - applies0) * nc as u64;
+            if !res.converged {
+                self.stats.not_converged += 1;
+                log::warn!(
+                    "step {}: cd {:?} stopped after {} iterations at residual {:e} (threshold {:e})",
+                    ctx.step,
+                    set.method,
+                    res.iterations,
+                    res.residual,
+                    res.threshold
+                );
+            }
+            iterations = res.iterations;
+            f_local.copy_from_slice(&f.view()?);
+            let mut u = op.body_vec()?;
+            op.b.mult_transpose(&f, &mut u)?;
+            let uv = u.view()?;
+            for (i, d) in dv.iter_mut().enumerate() {
+                *d = dt * (op.minv[i] * Vector6::from_column_slice(&uv[6 * i..6 * i + 6]));
+            }
+        }
+        integrate(bodies, n_owned, &gravity, dt, &dv);
+        self.warm.clear();
+        for (i, &fi) in f_local.iter().enumerate() {
+            if fi != 0.0 {
+                self.warm.insert((contacts.a[i], contacts.b[i], contacts.sub_a[i], contacts.sub_b[i]), fi);
+            }
+        }
+        forces.f_n = f_local;
+        forces.f_t = vec![Vector3::zeros(); nc];
+        forces.f_compatible.clear();
+        Ok(StepReport { iterations, dt })
+    }
+}
+
+/// Semi-implicit Euler (eq 13) on the owned bodies: v⁺ = v + Δt g + `dv`
+/// on free DOFs (masked DOFs get zero velocity), q⁺ = q + Δt v⁺, orientation
+/// rotated by exp(ω⁺ Δt).
+pub fn integrate(bodies: &mut Bodies, n_owned: usize, gravity: &Vector3<f64>, dt: f64, dv: &[Vector6<f64>]) {
+    for (i, d) in dv.iter().enumerate().take(n_owned) {
+        let mask = bodies.dof_mask[i];
+        let mut v = free_velocity(bodies, i, gravity, dt) + d;
+        for k in 0..6 {
+            if mask & (1 << k) == 0 {
+                v[k] = 0.0;
+            }
+        }
+        let lin = Vector3::new(v[0], v[1], v[2]);
+        let ang = Vector3::new(v[3], v[4], v[5]);
+        bodies.velocity[i] = lin;
+        bodies.angular_velocity[i] = ang;
+        bodies.position[i] += dt * lin;
+        bodies.orientation[i] = UnitQuaternion::from_scaled_axis(ang * dt) * bodies.orientation[i];
+    }
+}
