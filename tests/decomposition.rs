@@ -46,7 +46,7 @@ fn run_log(np: usize, dir: &Path, name: &str, text: &str) -> (std::path::PathBuf
 
 const PACK: &str = r#"
 [simulation]
-solver = "dem"
+solver = "cd"
 t_end = 0.001
 dt = 0.001
 gravity = [0.0, 0.0, 0.0]
