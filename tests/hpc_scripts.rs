@@ -404,6 +404,19 @@ fn plot_pictures_depend_on_the_forces() {
             "{n} is the same for different forces"
         );
     }
+    // The same forces on other contacts (same count, maximum, histogram and
+    // titles): the network must still change, and the histogram must not.
+    let o = Command::new(&py).arg(&synth).arg(tmp.path().join("a-perm")).args(["1", "1.0", "permute"]).output().unwrap();
+    ok(o, "synth_frames.py permute");
+    plot(&tmp.path().join("a-perm"), &tmp.path().join("pa-perm"), &[]);
+    assert!(
+        pixels_differ(&py, &tmp.path().join("pa/force-network.png"), &tmp.path().join("pa-perm/force-network.png")),
+        "force-network.png does not show which contact carries which force"
+    );
+    assert!(
+        !pixels_differ(&py, &tmp.path().join("pa/force-histogram.png"), &tmp.path().join("pa-perm/force-histogram.png")),
+        "force-histogram.png changed under a permutation of the forces"
+    );
     // Another frame of the same file gives another picture; a missing frame is an error.
     plot(&tmp.path().join("a"), &tmp.path().join("pa10"), &["--frame", "10"]);
     assert!(pixels_differ(&py, &tmp.path().join("pa/force-network.png"), &tmp.path().join("pa10/force-network.png")));

@@ -3,7 +3,10 @@
 layout of src/io/frames.rs, with known, varying contact forces: a 2-layer
 stack of spheres on a wall (id 2^63) and on fixed base spheres.
 
-usage: synth_frames.py OUT SEED SCALE
+usage: synth_frames.py OUT SEED SCALE [permute]
+
+With `permute` the same forces go to other contacts (same count, maximum and
+histogram), so only a picture that draws each contact's force can tell.
 """
 import json
 import os
@@ -15,7 +18,7 @@ import numpy as np
 WALL = (1 << 63)
 
 
-def main(out, seed, scale):
+def main(out, seed, scale, permute=False):
     rng = np.random.default_rng(seed)
     os.makedirs(out, exist_ok=True)
     r = 0.005
@@ -82,6 +85,8 @@ def main(out, seed, scale):
             c["normal"] = np.array(nrm)
             c["gap"] = np.zeros(nc)
             fn = scale * rng.exponential(1.0, nc) * (1 + step / 30)
+            if permute:
+                fn = np.random.default_rng(99).permutation(fn)
             c["force_normal"] = fn
             c["force_tangent"] = np.zeros((nc, 3))
     summary = {"steps": 30, "bodies": n, "contacts": nc, "wall_time": 1.0, "ranks": 1,
@@ -92,4 +97,4 @@ def main(out, seed, scale):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]))
+    main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), len(sys.argv) > 4 and sys.argv[4] == "permute")
