@@ -137,7 +137,7 @@ impl<'a> Sim<'a> {
     /// Distributes `bodies` (any subset per rank, e.g. the whole scene on
     /// every rank, or a checkpoint slab) to their owners.
     pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, whole_scene_everywhere: bool) -> Self {
-        let (lo, hi) = scene.bounding_box();
+        let (lo, hi) = scene.domain_box();
         let domain = Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim);
         let mut bodies = bodies;
         let me = comm.rank() as usize;
@@ -188,6 +188,11 @@ impl<'a> Sim<'a> {
             return;
         }
         self.bodies.truncate(n);
+        if let Some(per) = &self.scene.periodic {
+            for p in &mut self.bodies.position {
+                *p = per.wrap(p);
+            }
+        }
         self.rebalance();
         let (comm, domain) = (self.comm, &self.domain);
         let bodies = &mut self.bodies;
@@ -195,7 +200,9 @@ impl<'a> Sim<'a> {
         let n = bodies.len();
         let extra = self.params.skin + self.params.contact_distance;
         let shapes = &self.scene.shapes;
-        self.layout = self.timers.time("ghost_exchange", || exchange::borders(comm, domain, bodies, n, shapes, extra));
+        let periodic = self.scene.periodic.as_ref();
+        self.layout =
+            self.timers.time("ghost_exchange", || exchange::borders(comm, domain, bodies, n, shapes, extra, periodic));
         self.reference = self.bodies.position[..n].to_vec();
         self.verlet.invalidate();
         self.rebuilds += 1;

@@ -122,7 +122,10 @@ impl ContactOperator {
                 for k in 0..6 {
                     if half[k] != 0.0 {
                         row.push((base + k as PetscInt, half[k]));
-                        if local < n_owned {
+                        // Diagonal block by global index: a periodic image of an
+                        // owned body is a ghost whose columns are local.
+                        let g = layout.global_index[local];
+                        if g >= layout.offset && g < layout.offset + n_owned as u64 {
                             d += 1;
                         } else {
                             o += 1;

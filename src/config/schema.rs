@@ -37,11 +37,16 @@ pub struct ParallelCfg {
     /// holds this many times the mean number of bodies.
     #[serde(default = "default_imbalance")]
     pub imbalance: f64,
+    /// Periodic axes [x, y, z]; a periodic axis needs box_min and box_max.
+    #[serde(default)]
+    pub periodic: [bool; 3],
+    pub box_min: Option<[f64; 3]>,
+    pub box_max: Option<[f64; 3]>,
 }
 
 impl Default for ParallelCfg {
     fn default() -> Self {
-        Self { imbalance: default_imbalance() }
+        Self { imbalance: default_imbalance(), periodic: [false; 3], box_min: None, box_max: None }
     }
 }
 

@@ -261,7 +261,22 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
     if simulation.solver == SolverKind::Dem {
         check_dem_gaps(&c, &bodies, &shapes, &walls, &origin)?;
     }
-    Ok(Scene { simulation, materials, shapes, shape_names, bodies, walls, output, solver, contact, imbalance, dem, config_text })
+    let periodic = periodic(&c, &cfg.parallel, &bodies, &shapes, &contact)?;
+    Ok(Scene {
+        simulation,
+        materials,
+        shapes,
+        shape_names,
+        bodies,
+        walls,
+        output,
+        solver,
+        contact,
+        imbalance,
+        periodic,
+        dem,
+        config_text,
+    })
 }
 
 /// Resolves the `[dem]` table; defaults derived from the scene.
@@ -383,6 +398,35 @@ fn check_dem_gaps(c: &Ctx, bodies: &Bodies, shapes: &[Shape], walls: &[Wall], or
         ));
     }
     Ok(())
+}
+
+fn periodic(
+    c: &Ctx,
+    cfg: &ParallelCfg,
+    bodies: &Bodies,
+    shapes: &[Shape],
+    contact: &ContactSettings,
+) -> Result<Option<crate::scene::Periodic>, ConfigError> {
+    if !cfg.periodic.iter().any(|&p| p) {
+        return Ok(None);
+    }
+    let lo = c.finite3("parallel.box_min", cfg.box_min.ok_or_else(|| c.err("parallel.box_min", "required with periodic axes"))?)?;
+    let hi = c.finite3("parallel.box_max", cfg.box_max.ok_or_else(|| c.err("parallel.box_max", "required with periodic axes"))?)?;
+    let rmax = shapes.iter().map(|s| s.bounding_radius()).fold(0.0, f64::max);
+    // A body must never meet its own image: the period exceeds two reaches.
+    let reach = 2.0 * rmax + contact.skin + contact.distance;
+    for a in 0..3 {
+        if cfg.periodic[a] && hi[a] - lo[a] <= 2.0 * reach {
+            return Err(c.err("parallel.box_max", format!("the periodic box must be longer than {:.4e} on axis {a}", 2.0 * reach)));
+        }
+    }
+    for i in 0..bodies.len() {
+        let p = bodies.position[i];
+        if (0..3).any(|a| cfg.periodic[a] && (p[a] < lo[a] || p[a] >= hi[a])) {
+            return Err(c.err("parallel.box_min", format!("body {i} lies outside the periodic box")));
+        }
+    }
+    Ok(Some(crate::scene::Periodic { lo, hi, axes: cfg.periodic }))
 }
 
 fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {

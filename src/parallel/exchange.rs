@@ -6,7 +6,9 @@ use super::domain::Domain;
 use super::records::{body_from_row, push_body, send_to, FlatRecords, BODY_NF, BODY_NU};
 use super::Comm;
 use crate::body::{Bodies, Shape};
+use crate::scene::Periodic;
 use mpi::traits::*;
+use nalgebra::Vector3;
 
 /// PETSc numbering: owned bodies are contiguous per rank, body `i < n_owned`
 /// has global index `offset + i`; ghosts carry their owner's index.
@@ -19,8 +21,9 @@ pub struct Layout {
     pub offset: u64,
     /// Global index of every local body (owned, then ghosts).
     pub global_index: Vec<u64>,
-    /// Ghost plan: (destination rank, owned local index), in send order.
-    sends: Vec<(usize, usize)>,
+    /// Ghost plan: (destination rank, owned local index, position shift of
+    /// a periodic image (zero for a plain ghost)), in send order.
+    sends: Vec<(usize, usize, Vector3<f64>)>,
 }
 
 /// Sends every owned body whose centre is now in another rank's box to that
@@ -56,8 +59,18 @@ pub fn migrate(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize
 /// Builds the ghost lists and appends the ghosts: a body is copied to every
 /// rank whose box lies within R_body + R_max(that rank) + `extra` of its
 /// centre, so that any pair closer than `extra` is complete on both owners.
-/// A body larger than a rank box reaches every box it overlaps.
-pub fn borders(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize, shapes: &[Shape], extra: f64) -> Layout {
+/// A body larger than a rank box reaches every box it overlaps. With
+/// periodic axes, bodies near a face are also sent as images shifted by the
+/// period (to this rank too, when it holds the other face).
+pub fn borders(
+    comm: &Comm,
+    domain: &Domain,
+    bodies: &mut Bodies,
+    n_owned: usize,
+    shapes: &[Shape],
+    extra: f64,
+    periodic: Option<&Periodic>,
+) -> Layout {
     bodies.truncate(n_owned);
     let me = comm.rank() as usize;
     let size = comm.size() as usize;
@@ -74,11 +87,19 @@ pub fn borders(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize
 
     let mut sends = Vec::new();
     for i in 0..n_owned {
-        let p = bodies.position[i];
         let ri = radius(i);
-        for r in domain.ranks_near(&p, ri + global_max + extra) {
-            if r != me && super::domain::distance_to_box(&p, &domain.rank_box(r)) <= ri + rmax[r] + extra {
-                sends.push((r, i));
+        let reach = ri + global_max + extra;
+        let mut shifts = vec![Vector3::zeros()];
+        if let Some(per) = periodic {
+            shifts.extend(per.image_shifts(&bodies.position[i], reach));
+        }
+        for shift in shifts {
+            let p = bodies.position[i] + shift;
+            for r in domain.ranks_near(&p, reach) {
+                let own_copy = r == me && shift == Vector3::zeros();
+                if !own_copy && super::domain::distance_to_box(&p, &domain.rank_box(r)) <= ri + rmax[r] + extra {
+                    sends.push((r, i, shift));
+                }
             }
         }
     }
@@ -110,9 +131,13 @@ pub fn forward(comm: &Comm, bodies: &mut Bodies, layout: &Layout) {
 fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout) -> (FlatRecords, FlatRecords) {
     let mut recs = FlatRecords::new(BODY_NU, BODY_NF);
     let mut index = FlatRecords::new(0, 0);
-    let dest: Vec<usize> = layout.sends.iter().map(|&(r, _)| r).collect();
-    for &(_, i) in &layout.sends {
+    let dest: Vec<usize> = layout.sends.iter().map(|&(r, _, _)| r).collect();
+    for &(_, i, shift) in &layout.sends {
         push_body(&mut recs, bodies, i);
+        let row = recs.f.len() - BODY_NF;
+        for a in 0..3 {
+            recs.f[row + a] += shift[a];
+        }
         index.push(layout.global_index[i], &[], &[]);
     }
     (send_to(comm, &recs, &dest), send_to(comm, &index, &dest))
@@ -125,8 +150,8 @@ fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout) -> (FlatRecords, F
 /// incremental DOFs at every residual evaluation.
 pub fn forward_values(comm: &Comm, layout: &Layout, owned: &[f64], width: usize) -> Vec<f64> {
     let mut recs = FlatRecords::new(0, width);
-    let dest: Vec<usize> = layout.sends.iter().map(|&(r, _)| r).collect();
-    for &(_, i) in &layout.sends {
+    let dest: Vec<usize> = layout.sends.iter().map(|&(r, _, _)| r).collect();
+    for &(_, i, _) in &layout.sends {
         recs.push(layout.global_index[i], &[], &owned[width * i..width * (i + 1)]);
     }
     let got = send_to(comm, &recs, &dest);

@@ -127,6 +127,57 @@ pub struct DemSettings {
     pub gap_fraction: f64,
 }
 
+/// Periodic boundaries: on each periodic axis positions live in [lo, hi)
+/// and a body near one face is seen, shifted by the period, near the other.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Periodic {
+    pub lo: Vector3<f64>,
+    pub hi: Vector3<f64>,
+    pub axes: [bool; 3],
+}
+
+impl Periodic {
+    /// `p` moved into [lo, hi) on the periodic axes.
+    pub fn wrap(&self, p: &Vector3<f64>) -> Vector3<f64> {
+        let mut q = *p;
+        for a in 0..3 {
+            if self.axes[a] {
+                let l = self.hi[a] - self.lo[a];
+                q[a] = self.lo[a] + (q[a] - self.lo[a]).rem_euclid(l);
+            }
+        }
+        q
+    }
+
+    /// Non-zero shifts by ± the period that bring `p` within `reach` of the
+    /// box on the other side (an image is needed there).
+    pub fn image_shifts(&self, p: &Vector3<f64>, reach: f64) -> Vec<Vector3<f64>> {
+        let mut per_axis: [Vec<f64>; 3] = [vec![0.0], vec![0.0], vec![0.0]];
+        for a in 0..3 {
+            if self.axes[a] {
+                let l = self.hi[a] - self.lo[a];
+                if p[a] - self.lo[a] < reach {
+                    per_axis[a].push(l);
+                }
+                if self.hi[a] - p[a] < reach {
+                    per_axis[a].push(-l);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for &x in &per_axis[0] {
+            for &y in &per_axis[1] {
+                for &z in &per_axis[2] {
+                    if x != 0.0 || y != 0.0 || z != 0.0 {
+                        out.push(Vector3::new(x, y, z));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
 /// A complete, validated scene. Body ids are 0..n in generation order.
 #[derive(Clone, Debug)]
 pub struct Scene {
@@ -142,12 +193,29 @@ pub struct Scene {
     pub contact: ContactSettings,
     /// Rebalance when max/mean bodies per rank exceeds this.
     pub imbalance: f64,
+    /// Periodic boundaries, if any axis is periodic.
+    pub periodic: Option<Periodic>,
     pub dem: DemSettings,
     /// The resolved configuration as TOML (overrides applied), kept in outputs.
     pub config_text: String,
 }
 
 impl Scene {
+    /// The box the ranks divide: the bodies' bounding box, replaced by the
+    /// periodic box on periodic axes.
+    pub fn domain_box(&self) -> (Vector3<f64>, Vector3<f64>) {
+        let (mut lo, mut hi) = self.bounding_box();
+        if let Some(p) = &self.periodic {
+            for a in 0..3 {
+                if p.axes[a] {
+                    lo[a] = p.lo[a];
+                    hi[a] = p.hi[a];
+                }
+            }
+        }
+        (lo, hi)
+    }
+
     /// Axis-aligned box holding every body's bounding sphere.
     pub fn bounding_box(&self) -> (Vector3<f64>, Vector3<f64>) {
         let mut lo = Vector3::repeat(f64::INFINITY);
