@@ -616,6 +616,24 @@ mod tests {
         assert!(kinds(&cs).iter().all(|&k| k != (0, 0)), "{cs:?}");
     }
 
+    #[test]
+    fn tetrapod_arm_tip_flat_on_a_face_touches_with_its_tip_ring() {
+        let (l, r, n) = (1.0, 0.25, 8);
+        let t = body(TriMesh::tetrapod(l, r, n));
+        let slab = cube(4.0);
+        // Arm 0 (along (1,1,1)) turned straight down; the tip cap lies flat at gap g.
+        let q = Q::rotation_between(&Vector3::repeat(1.0), &-Vector3::z()).unwrap();
+        let pa = pose(0, Vector3::zeros(), Q::identity());
+        let pb = pose(1, Vector3::new(0.3, -0.2, 2.0 + l + G), q);
+        let cs = detect(&slab, &pa, &t, &pb, 0.05);
+        assert_eq!(kinds(&cs), vec![(2, 0); n as usize], "{cs:?}");
+        for k in &cs {
+            assert_relative_eq!(k.gap, G, epsilon = 1e-12);
+            assert_relative_eq!(k.normal, Vector3::z(), epsilon = 1e-12);
+            assert_relative_eq!((k.point - Vector3::new(0.3, -0.2, 2.0 + G / 2.0)).norm(), r / 2.0, epsilon = 1e-12);
+        }
+    }
+
     /// Rule 1 scene: a small cube's corner in the concave groove of the L.
     #[test]
     fn rule_vertex_edge_in_concave_groove_is_dropped() {
