@@ -133,6 +133,123 @@ impl TriMesh {
         Self { vertices, triangles }
     }
 
+    /// A tetrapod (the non-convex particle of the DEM paper's §3.4 and §3.6):
+    /// four arms along the tetrahedral directions `(1,1,1)`, `(1,−1,−1)`,
+    /// `(−1,1,−1)`, `(−1,−1,1)` (normalised) from a common core.
+    ///
+    /// Dimensions (the paper's Table 4 values are not in our copy, so they are
+    /// chosen here): the core is the regular truncated tetrahedron whose four
+    /// hexagons lie at distance `h = arm_radius` from the centre, normal to the
+    /// arm directions (vertex radius ≈ 1.915 h); each arm is a frustum of a
+    /// `segments`-gon cone, radius `arm_radius` at its base (inscribed in its
+    /// hexagon), radius `arm_radius / 2` at its flat tip cap, the cap centre at
+    /// distance `arm_length` from the centre. The annulus between a hexagon and
+    /// its arm base is coplanar with the hexagon; the arm–core junction edges
+    /// are concave. Needs `arm_length > 2 arm_radius` (arms longer than the
+    /// core) and `segments ≥ 3`. Closed, outward oriented, centre of mass at
+    /// the origin; the volume is
+    /// `V = (23/27)·8√3 h³ + 4 · (7/12)(arm_length − h)·(segments/2) r² sin(2π/segments)`.
+    pub fn tetrapod(arm_length: f64, arm_radius: f64, segments: u32) -> Self {
+        assert!(segments >= 3 && arm_radius > 0.0 && arm_length > 2.0 * arm_radius, "invalid tetrapod dimensions");
+        let (r, h, n) = (arm_radius, arm_radius, segments as usize);
+        let s3 = 3f64.sqrt();
+        let d = [
+            Vector3::new(1.0, 1.0, 1.0) / s3,
+            Vector3::new(1.0, -1.0, -1.0) / s3,
+            Vector3::new(-1.0, 1.0, -1.0) / s3,
+            Vector3::new(-1.0, -1.0, 1.0) / s3,
+        ];
+        let mut vertices: Vec<Vector3<f64>> = Vec::new();
+        let mut triangles: Vec<[u32; 3]> = Vec::new();
+        let push = |vs: &[Vector3<f64>], t: [u32; 3], outward: Vector3<f64>, tris: &mut Vec<[u32; 3]>| {
+            let [a, b, c] = t.map(|i| vs[i as usize]);
+            tris.push(if (b - a).cross(&(c - a)).dot(&outward) >= 0.0 { t } else { [t[0], t[2], t[1]] });
+        };
+        // Core vertices: on hexagons i and k and on the truncation plane of corner j.
+        let mut core: Vec<(usize, [usize; 2], u32)> = Vec::new();
+        for j in 0..4 {
+            let o: Vec<usize> = (0..4).filter(|&i| i != j).collect();
+            for (i, k) in [(o[0], o[1]), (o[0], o[2]), (o[1], o[2])] {
+                let m = nalgebra::Matrix3::from_rows(&[d[i].transpose(), d[k].transpose(), (-d[j]).transpose()]);
+                let x = m.try_inverse().expect("tetrahedral planes are independent") * Vector3::new(h, h, 5.0 * h / 3.0);
+                core.push((j, [i, k], vertices.len() as u32));
+                vertices.push(x);
+            }
+        }
+        // The four truncation triangles, facing away from the arms (−d_j).
+        for j in 0..4 {
+            let ids: Vec<u32> = core.iter().filter(|c| c.0 == j).map(|c| c.2).collect();
+            push(&vertices, [ids[0], ids[1], ids[2]], -d[j], &mut triangles);
+        }
+        for (i, &di) in d.iter().enumerate() {
+            let u = di.cross(&Vector3::x()).normalize();
+            let w = di.cross(&u);
+            let angle = |p: &Vector3<f64>| {
+                let a = p.dot(&w).atan2(p.dot(&u));
+                if a < 0.0 { a + std::f64::consts::TAU } else { a }
+            };
+            let mut hex: Vec<(f64, u32)> =
+                core.iter().filter(|c| c.1.contains(&i)).map(|c| (angle(&vertices[c.2 as usize]), c.2)).collect();
+            hex.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let ring = |rad: f64, dist: f64, vs: &mut Vec<Vector3<f64>>| -> Vec<(f64, u32)> {
+                (0..n)
+                    .map(|k| {
+                        let a = std::f64::consts::TAU * (k as f64 + 0.5) / n as f64;
+                        vs.push(di * dist + (u * a.cos() + w * a.sin()) * rad);
+                        (a, (vs.len() - 1) as u32)
+                    })
+                    .collect()
+            };
+            let base = ring(r, h, &mut vertices);
+            let tip = ring(0.5 * r, arm_length, &mut vertices);
+            // Annulus between the hexagon and the arm base: zip the two convex
+            // loops, starting at the ring vertex nearest in angle to the first
+            // hexagon vertex; at each step take the positively oriented
+            // triangle with the shorter new diagonal.
+            let b0 = (0..n)
+                .min_by(|&x, &y| {
+                    let dist = |k: usize| {
+                        let t = (base[k].0 - hex[0].0).rem_euclid(std::f64::consts::TAU);
+                        t.min(std::f64::consts::TAU - t)
+                    };
+                    dist(x).total_cmp(&dist(y))
+                })
+                .expect("segments >= 3");
+            let hv = |a: usize| hex[a % 6].1;
+            let rv = |b: usize| base[(b0 + b) % n].1;
+            let orient = |p: u32, q: u32, s: u32, vs: &[Vector3<f64>]| {
+                let [p, q, s] = [p, q, s].map(|k| vs[k as usize]);
+                (q - p).cross(&(s - p)).dot(&di)
+            };
+            let (mut a, mut b) = (0, 0);
+            while a < 6 || b < n {
+                let hex_ok = a < 6 && orient(hv(a), hv(a + 1), rv(b), &vertices) > 0.0;
+                let ring_ok = b < n && orient(hv(a), rv(b + 1), rv(b), &vertices) > 0.0;
+                let len = |p: u32, q: u32| (vertices[p as usize] - vertices[q as usize]).norm();
+                let take_ring = ring_ok && (!hex_ok || len(hv(a), rv(b + 1)) < len(hv(a + 1), rv(b)));
+                if take_ring || a >= 6 {
+                    push(&vertices, [hv(a), rv(b + 1), rv(b)], di, &mut triangles);
+                    b += 1;
+                } else {
+                    push(&vertices, [hv(a), hv(a + 1), rv(b)], di, &mut triangles);
+                    a += 1;
+                }
+            }
+            // Frustum sides and the flat tip cap.
+            vertices.push(di * arm_length);
+            let cap = (vertices.len() - 1) as u32;
+            for k in 0..n {
+                let (b0, b1, t0, t1) = (base[k].1, base[(k + 1) % n].1, tip[k].1, tip[(k + 1) % n].1);
+                let mid = (vertices[b0 as usize] + vertices[t1 as usize]) / 2.0;
+                let radial = mid - di * mid.dot(&di);
+                push(&vertices, [b0, b1, t1], radial, &mut triangles);
+                push(&vertices, [b0, t1, t0], radial, &mut triangles);
+                push(&vertices, [t0, t1, cap], di, &mut triangles);
+            }
+        }
+        Self { vertices, triangles }
+    }
+
     /// A sphere of radius `r` from an icosahedron refined `levels` times.
     pub fn icosphere(r: f64, levels: u32) -> Self {
         let p = (1.0 + 5f64.sqrt()) / 2.0;
@@ -178,6 +295,40 @@ mod tests {
     fn generated_meshes_pass_checks() {
         TriMesh::cuboid(Vector3::new(1.0, 2.0, 3.0)).check().unwrap();
         TriMesh::icosphere(1.0, 3).check().unwrap();
+    }
+
+    #[test]
+    fn tetrapod_is_closed_oriented_and_its_volume_is_exact_and_converges() {
+        let (l, r) = (1.0, 0.25);
+        let exact = |n: u32| {
+            let core = 23.0 / 27.0 * 8.0 * 3f64.sqrt() * r * r * r;
+            let base = n as f64 / 2.0 * r * r * (std::f64::consts::TAU / n as f64).sin();
+            core + 4.0 * 7.0 / 12.0 * (l - r) * base
+        };
+        let limit = 23.0 / 27.0 * 8.0 * 3f64.sqrt() * r * r * r + 4.0 * 7.0 / 12.0 * (l - r) * std::f64::consts::PI * r * r;
+        let mut errors = Vec::new();
+        for n in [3, 8, 16, 32, 64] {
+            let m = TriMesh::tetrapod(l, r, n);
+            m.check().unwrap_or_else(|e| panic!("n = {n}: {e}"));
+            let mp = m.mass_properties();
+            assert!((mp.volume - exact(n)).abs() < 1e-12 * exact(n), "n = {n}: {} vs {}", mp.volume, exact(n));
+            assert!(mp.centroid.norm() < 1e-12);
+            assert!((m.bounding_radius() - (l * l + r * r / 4.0).sqrt()).abs() < 1e-12);
+            errors.push((limit - mp.volume) / limit);
+        }
+        // O(1/n²): each doubling of the segments divides the error by about four.
+        for w in errors[1..].windows(2) {
+            assert!(w[1] > 0.0 && w[1] < 0.3 * w[0], "{errors:?}");
+        }
+        assert!(errors[4] < 2e-3);
+        // Non-convex: some vertex lies outside the plane of some face.
+        let m = TriMesh::tetrapod(l, r, 8);
+        let outside = m.triangles.iter().any(|t| {
+            let [a, b, c] = t.map(|i| m.vertices[i as usize]);
+            let n = (b - a).cross(&(c - a)).normalize();
+            m.vertices.iter().any(|v| (v - a).dot(&n) > 1e-6)
+        });
+        assert!(outside);
     }
 
     #[test]

@@ -143,6 +143,7 @@ pub enum ShapeKind {
     Sphere,
     Box,
     Mesh,
+    Tetrapod,
 }
 
 #[derive(Debug, Deserialize, Serialize)]
@@ -158,6 +159,12 @@ pub struct ShapeCfg {
     pub file: Option<PathBuf>,
     /// mesh: scale factor applied to the file's coordinates
     pub scale: Option<f64>,
+    /// tetrapod: distance from the centre to an arm's tip (> 2 arm_radius)
+    pub arm_length: Option<f64>,
+    /// tetrapod: radius of an arm at its base (the tip has half of it)
+    pub arm_radius: Option<f64>,
+    /// tetrapod: sides of each arm's polygonal cross-section (>= 3, default 12)
+    pub segments: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]

@@ -489,16 +489,23 @@ fn shapes(c: &Ctx, cfg: &[ShapeCfg]) -> Result<(Vec<Shape>, Vec<String>), Config
                 Ok(())
             }
         };
+        let unused_tetrapod = || -> Result<(), ConfigError> {
+            unused("arm_length", s.arm_length.is_some())?;
+            unused("arm_radius", s.arm_radius.is_some())?;
+            unused("segments", s.segments.is_some())
+        };
         let shape = match s.kind {
             ShapeKind::Sphere => {
                 unused("size", s.size.is_some())?;
                 unused("file", s.file.is_some())?;
+                unused_tetrapod()?;
                 let r = s.radius.ok_or_else(|| c.err(key("radius"), "required for kind = sphere"))?;
                 Shape::Sphere { radius: c.positive(&key("radius"), r)? }
             }
             ShapeKind::Box => {
                 unused("radius", s.radius.is_some())?;
                 unused("file", s.file.is_some())?;
+                unused_tetrapod()?;
                 let size = s.size.ok_or_else(|| c.err(key("size"), "required for kind = box"))?;
                 for d in size {
                     c.positive(&key("size"), d)?;
@@ -508,6 +515,7 @@ fn shapes(c: &Ctx, cfg: &[ShapeCfg]) -> Result<(Vec<Shape>, Vec<String>), Config
             ShapeKind::Mesh => {
                 unused("radius", s.radius.is_some())?;
                 unused("size", s.size.is_some())?;
+                unused_tetrapod()?;
                 let f = s.file.as_ref().ok_or_else(|| c.err(key("file"), "required for kind = mesh"))?;
                 if !f.is_file() {
                     return Err(c.err(key("file"), format!("mesh file {} not found", f.display())));
@@ -515,6 +523,24 @@ fn shapes(c: &Ctx, cfg: &[ShapeCfg]) -> Result<(Vec<Shape>, Vec<String>), Config
                 let scale = c.positive(&key("scale"), s.scale.unwrap_or(1.0))?;
                 let m = TriMesh::load(f, scale).map_err(|e| c.err(key("file"), format!("{}: {e}", f.display())))?;
                 Shape::Mesh(Arc::new(m))
+            }
+            ShapeKind::Tetrapod => {
+                unused("radius", s.radius.is_some())?;
+                unused("size", s.size.is_some())?;
+                unused("file", s.file.is_some())?;
+                unused("scale", s.scale.is_some())?;
+                let l = s.arm_length.ok_or_else(|| c.err(key("arm_length"), "required for kind = tetrapod"))?;
+                let r = s.arm_radius.ok_or_else(|| c.err(key("arm_radius"), "required for kind = tetrapod"))?;
+                let l = c.positive(&key("arm_length"), l)?;
+                let r = c.positive(&key("arm_radius"), r)?;
+                if l <= 2.0 * r {
+                    return Err(c.err(key("arm_length"), format!("must exceed 2 × arm_radius = {}, got {l}", 2.0 * r)));
+                }
+                let n = s.segments.unwrap_or(12);
+                if !(3..=1024).contains(&n) {
+                    return Err(c.err(key("segments"), format!("must be between 3 and 1024, got {n}")));
+                }
+                Shape::Mesh(Arc::new(TriMesh::tetrapod(l, r, n)))
             }
         };
         shapes.push(shape);
@@ -572,4 +598,37 @@ fn check_overlaps(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::body::Shape;
+
+    fn scene(shape: &str) -> String {
+        format!(
+            "[simulation]\nsolver = \"dem\"\ndim = 3\nt_end = 0.1\ndt = 1e-3\n\n[[material]]\nname = \"c\"\ndensity = 2400.0\nyoung = 3e10\npoisson = 0.2\n\n[[shape]]\nname = \"t\"\n{shape}\n\n[[body]]\nshape = \"t\"\nposition = [0.0, 0.0, 1.0]\n"
+        )
+    }
+
+    #[test]
+    fn tetrapod_shape_from_config() {
+        let s = crate::config::from_str("t.toml", &scene("kind = \"tetrapod\"\narm_length = 1.0\narm_radius = 0.3\nsegments = 8")).unwrap();
+        let Shape::Mesh(m) = &s.shapes[0] else { panic!("a tetrapod is a mesh") };
+        m.check().unwrap();
+        assert_eq!(m.triangles.len(), 4 * (1 + 6 + 8 + 3 * 8));
+    }
+
+    #[test]
+    fn tetrapod_config_errors_name_the_key() {
+        let e = crate::config::from_str("t.toml", &scene("kind = \"tetrapod\"\narm_radius = 0.3")).unwrap_err().to_string();
+        assert!(e.contains("t.toml") && e.contains("shape[0].arm_length") && e.contains("required"), "{e}");
+        let e = crate::config::from_str("t.toml", &scene("kind = \"tetrapod\"\narm_length = 0.5\narm_radius = 0.3")).unwrap_err().to_string();
+        assert!(e.contains("shape[0].arm_length") && e.contains("2 × arm_radius"), "{e}");
+        let e = crate::config::from_str("t.toml", &scene("kind = \"tetrapod\"\narm_length = 1.0\narm_radius = 0.3\nsegments = 2")).unwrap_err().to_string();
+        assert!(e.contains("shape[0].segments"), "{e}");
+        let e = crate::config::from_str("t.toml", &scene("kind = \"box\"\nsize = [1.0, 1.0, 1.0]\narm_radius = 0.3")).unwrap_err().to_string();
+        assert!(e.contains("shape[0].arm_radius") && e.contains("does not apply"), "{e}");
+        let e = crate::config::from_str("t.toml", &scene("kind = \"tetrapod\"\narm_length = 1.0\narm_radius = 0.3\narm_count = 4")).unwrap_err().to_string();
+        assert!(e.contains("arm_count"), "{e}");
+    }
 }

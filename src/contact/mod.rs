@@ -8,11 +8,16 @@
 //! return contacts. Adding a shape pair touches only this module: write
 //! `contact/<shape>_<shape>.rs` and add an arm to [`narrow_phase`].
 pub mod broad;
+pub mod edge_edge;
 pub mod list;
+pub mod mesh_mesh;
 pub mod mesh_wall;
 pub mod sphere_mesh;
 pub mod sphere_sphere;
 pub mod sphere_wall;
+pub mod vertex_edge;
+pub mod vertex_face;
+pub mod vertex_vertex;
 
 pub use broad::VerletList;
 pub use list::{Contact, Contacts, WALL_ID_BASE, WALL_INDEX};
@@ -106,8 +111,9 @@ impl ContactShapes {
 
 /// Narrow phase for the body pair `(i, j)` (local indices, any order): pushes
 /// the contacts whose gap is below `params.contact_distance` into `out`, with
-/// `a` the smaller global id. Dispatches on the shape pair; mesh–mesh is not
-/// implemented yet and reports nothing.
+/// `a` the smaller global id. Dispatches on the shape pair; mesh–mesh gives
+/// any number of contacts ([`mesh_mesh::mesh_mesh`], inflation
+/// `contact_distance + skin`).
 pub fn narrow_phase(i: usize, j: usize, bodies: &Bodies, shapes: &ContactShapes, params: &DetectParams, out: &mut Contacts) {
     let (si, sj) = (bodies.shape[i], bodies.shape[j]);
     let (pi, pj) = (BodyPose::of(bodies, i), BodyPose::of(bodies, j));
@@ -122,8 +128,13 @@ pub fn narrow_phase(i: usize, j: usize, bodies: &Bodies, shapes: &ContactShapes,
             let f = shapes.features(si).expect("mesh shapes have features");
             sphere_mesh::sphere_mesh(&pj, *radius, &pi, m, f, cd)
         }
-        // Mesh–mesh: a later issue (contact/vertex_face.rs, contact/edge_edge.rs).
-        (Shape::Mesh(_), Shape::Mesh(_)) => None,
+        (Shape::Mesh(mi), Shape::Mesh(mj)) => {
+            let fi = shapes.features(si).expect("mesh shapes have features");
+            let fj = shapes.features(sj).expect("mesh shapes have features");
+            let ((p, m, f), (q, n, g)) = if pi.id < pj.id { ((&pi, mi, fi), (&pj, mj, fj)) } else { ((&pj, mj, fj), (&pi, mi, fi)) };
+            mesh_mesh::mesh_mesh(p, m, f, q, n, g, cd, cd + params.skin, out);
+            None
+        }
     };
     if let Some(c) = found {
         out.push(c);

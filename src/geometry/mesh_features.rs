@@ -78,6 +78,16 @@ pub struct MeshFeatures {
     /// For each vertex, the triangle it is reported as when all its faces are
     /// coplanar (a vertex inside a flat tessellated face), else `NONE`.
     pub vertex_flat_face: Vec<u32>,
+    /// For each triangle, the lowest triangle id of its flat region (the
+    /// triangles connected to it through coplanar "edges"): a split quad is one
+    /// region, so "the vertex touches this face" is asked per region.
+    pub triangle_region: Vec<u32>,
+    /// CSR offsets into `vertex_cone_normals`: vertex `v` owns
+    /// `vertex_cone_start[v]..vertex_cone_start[v + 1]`.
+    pub vertex_cone_start: Vec<u32>,
+    /// The distinct outward normals of the faces around each vertex: the
+    /// generators of its external cone ([`crate::geometry::in_normal_cone`]).
+    pub vertex_cone_normals: Vec<Vector3<f64>>,
     /// A bounding sphere `(centre, radius)` of each triangle, for culling.
     pub triangle_spheres: Vec<(Vector3<f64>, f64)>,
     /// Largest vertex distance from the body-frame origin (centre of mass).
@@ -174,7 +184,45 @@ impl MeshFeatures {
                 (c, r)
             })
             .collect();
+        // Flat regions: union-find over coplanar edges, representative = lowest id.
+        let mut region: Vec<u32> = (0..nt as u32).collect();
+        fn root(r: &mut [u32], mut t: u32) -> u32 {
+            while r[t as usize] != t {
+                r[t as usize] = r[r[t as usize] as usize];
+                t = r[t as usize];
+            }
+            t
+        }
+        for (e, tr) in edge_triangles.iter().enumerate() {
+            if edge_flat_face[e] != NONE {
+                let (a, b) = (root(&mut region, tr[0]), root(&mut region, tr[1]));
+                let (lo, hi) = (a.min(b), a.max(b));
+                region[hi as usize] = lo;
+            }
+        }
+        let triangle_region: Vec<u32> = (0..nt as u32).map(|t| root(&mut region, t)).collect();
+        // Distinct face normals around each vertex.
+        let mut around: Vec<Vec<Vector3<f64>>> = vec![Vec::new(); nv];
+        for (t, tri) in mesh.triangles.iter().enumerate() {
+            let n = face_normals[t];
+            for &v in tri {
+                let list = &mut around[v as usize];
+                if !list.iter().any(|m: &Vector3<f64>| m.dot(&n) >= 1.0 - FLAT_TOLERANCE) {
+                    list.push(n);
+                }
+            }
+        }
+        let mut vertex_cone_start = Vec::with_capacity(nv + 1);
+        let mut vertex_cone_normals = Vec::new();
+        vertex_cone_start.push(0);
+        for list in around {
+            vertex_cone_normals.extend(list);
+            vertex_cone_start.push(vertex_cone_normals.len() as u32);
+        }
         Self {
+            triangle_region,
+            vertex_cone_start,
+            vertex_cone_normals,
             edges,
             triangle_edges,
             edge_triangles,
@@ -186,6 +234,22 @@ impl MeshFeatures {
             triangle_spheres,
             bounding_radius: mesh.bounding_radius(),
         }
+    }
+
+    /// Generators of the external cone of vertex `v` (body frame).
+    pub fn vertex_cone(&self, v: u32) -> &[Vector3<f64>] {
+        let (s, e) = (self.vertex_cone_start[v as usize], self.vertex_cone_start[v as usize + 1]);
+        &self.vertex_cone_normals[s as usize..e as usize]
+    }
+
+    /// True for a real edge (not the diagonal of a flat tessellated face).
+    pub fn is_real_edge(&self, e: u32) -> bool {
+        self.edge_flat_face[e as usize] == NONE
+    }
+
+    /// True for a real vertex (not inside a flat tessellated face).
+    pub fn is_real_vertex(&self, v: u32) -> bool {
+        self.vertex_flat_face[v as usize] == NONE
     }
 
     /// Id of the mesh edge between vertices `a` and `b`, if there is one.
@@ -265,6 +329,13 @@ mod tests {
             assert_relative_eq!(f.vertex_normals[v], p.normalize(), epsilon = 1e-12);
             assert_eq!(f.vertex_flat_face[v], NONE);
         }
+        // Each face (two triangles) is one flat region; a corner has 3 cone normals.
+        let mut regions = f.triangle_region.clone();
+        regions.sort();
+        regions.dedup();
+        assert_eq!(regions.len(), 6);
+        assert!((0..8).all(|v| f.vertex_cone(v).len() == 3));
+        assert_eq!(f.is_real_edge(f.edge_id(6, 7).unwrap()), true);
         // A real edge: pseudo-normal at 45°; a diagonal reports as a face.
         let e = f.edge_id(6, 7).unwrap();
         assert_relative_eq!(f.edge_normals[e as usize], Vector3::new(0.0, 1.0, 1.0).normalize(), epsilon = 1e-12);

@@ -1,9 +1,11 @@
 //! Geometry kernels for contact detection (time-step stage 2 "contact"):
 //! closest points, mesh sub-regions (faces, edges, vertices) and bounding
 //! volumes. Pure functions of positions; no MPI, no configuration.
+pub mod cones;
 pub mod mesh_features;
 pub mod triangle;
 
+pub use cones::{in_arc, in_normal_cone, CONE_TOL};
 pub use mesh_features::{MeshFeatures, SubRegion};
 pub use triangle::{closest_point_on_triangle, TriFeature, TriangleClosest};
 

@@ -1,0 +1,755 @@
+//! Narrow phase mesh–mesh (time-step stage 2 "contact"), after Gay Neto &
+//! Wriggers §2.4–2.5 and §3.6.
+//!
+//! 1. Sub-regions: the real vertices, real edges (not the diagonal of a flat
+//!    tessellated face) and triangles of both meshes, posed in the world.
+//! 2. Candidates: features of one body within the other's bounding sphere
+//!    inflated by `inflation` (= contact distance + skin), then per-entity
+//!    inflated bounding volumes (a box around the sphere of a vertex, the
+//!    capsule of an edge, the prism of a face, each grown by `inflation / 2`)
+//!    tested pairwise.
+//! 3. Local problems in closed form with their validity ranges, one file per
+//!    pair: [`super::vertex_face`], [`super::edge_edge`],
+//!    [`super::vertex_edge`], [`super::vertex_vertex`]. Face–face and
+//!    edge–face are represented by their edges and vertices (Fig. 4).
+//! 4. Contact hierarchy for concave regions (§3.6): [`apply_hierarchy`].
+//!
+//! Known limits: the per-entity search is all-pairs over the culled features
+//! (no second-level Verlet lists yet); a vertex deeper than `inflation`
+//! behind a face is not seen.
+use super::edge_edge::{edge_edge, EdgeGeom};
+use super::vertex_edge::vertex_edge;
+use super::vertex_face::vertex_face;
+use super::vertex_vertex::vertex_vertex;
+use super::{BodyPose, Contact, Contacts};
+use crate::body::TriMesh;
+use crate::geometry::{Aabb, MeshFeatures, SubRegion};
+use nalgebra::Vector3;
+
+/// The solution of one sub-region pair's local contact problem (world frame).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FeatureHit {
+    /// Contact point on body `a`'s surface.
+    pub point_a: Vector3<f64>,
+    /// Contact point on body `b`'s surface.
+    pub point_b: Vector3<f64>,
+    /// Unit normal from `a` to `b`.
+    pub normal: Vector3<f64>,
+    /// Signed gap `(point_b − point_a) · normal`.
+    pub gap: f64,
+}
+
+impl FeatureHit {
+    /// The same hit with the roles of `a` and `b` exchanged.
+    pub fn swapped(self) -> Self {
+        Self { point_a: self.point_b, point_b: self.point_a, normal: -self.normal, gap: self.gap }
+    }
+
+    /// Midway point.
+    pub fn midpoint(&self) -> Vector3<f64> {
+        0.5 * (self.point_a + self.point_b)
+    }
+}
+
+/// A valid sub-region pair: the feature of `a`, of `b`, and the solution.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairHit {
+    /// Sub-region of body `a`.
+    pub sa: SubRegion,
+    /// Sub-region of body `b`.
+    pub sb: SubRegion,
+    /// Local solution.
+    pub hit: FeatureHit,
+}
+
+impl PairHit {
+    /// The sub-regions seen from side `b` when `from_b`, else from side `a`:
+    /// `(feature on that side, feature on the other side)`.
+    fn seen_from(&self, from_b: bool) -> (SubRegion, SubRegion) {
+        if from_b {
+            (self.sb, self.sa)
+        } else {
+            (self.sa, self.sb)
+        }
+    }
+}
+
+/// A mesh body posed in the world: vertices, normals and vertex cones
+/// transformed once per body pair.
+pub struct PosedMesh<'a> {
+    /// The body.
+    pub pose: &'a BodyPose,
+    /// Its mesh (body frame).
+    pub mesh: &'a TriMesh,
+    /// Its features (body frame).
+    pub features: &'a MeshFeatures,
+    x: Vec<Vector3<f64>>,
+    face_normals: Vec<Vector3<f64>>,
+    vertex_normals: Vec<Vector3<f64>>,
+    cone: Vec<Vector3<f64>>,
+}
+
+impl<'a> PosedMesh<'a> {
+    /// Poses `mesh` at `pose`.
+    pub fn new(pose: &'a BodyPose, mesh: &'a TriMesh, features: &'a MeshFeatures) -> Self {
+        let r = pose.orientation.to_rotation_matrix();
+        Self {
+            pose,
+            mesh,
+            features,
+            x: mesh.vertices.iter().map(|v| pose.position + r * v).collect(),
+            face_normals: features.face_normals.iter().map(|n| r * n).collect(),
+            vertex_normals: features.vertex_normals.iter().map(|n| r * n).collect(),
+            cone: features.vertex_cone_normals.iter().map(|n| r * n).collect(),
+        }
+    }
+
+    fn vertex_cone(&self, v: u32) -> &[Vector3<f64>] {
+        let f = self.features;
+        &self.cone[f.vertex_cone_start[v as usize] as usize..f.vertex_cone_start[v as usize + 1] as usize]
+    }
+
+    fn edge(&self, e: u32) -> EdgeGeom {
+        let [i, j] = self.features.edges[e as usize];
+        let [t0, t1] = self.features.edge_triangles[e as usize];
+        EdgeGeom {
+            p0: self.x[i as usize],
+            p1: self.x[j as usize],
+            n1: self.face_normals[t0 as usize],
+            n2: self.face_normals[t1 as usize],
+        }
+    }
+
+    fn triangle(&self, t: u32) -> [Vector3<f64>; 3] {
+        self.mesh.triangles[t as usize].map(|i| self.x[i as usize])
+    }
+
+    /// Triangle edges that are inclusive in `t`'s validity range: flat
+    /// diagonals owned by `t` (the lower triangle id of the two).
+    fn inclusive(&self, t: u32) -> [bool; 3] {
+        self.features.triangle_edges[t as usize].map(|e| self.features.edge_flat_face[e as usize] == t)
+    }
+
+    /// True when flat region of triangle `t` contains a triangle with vertex `v`.
+    fn region_touches_vertex(&self, t: u32, v: u32) -> bool {
+        let r = self.features.triangle_region[t as usize];
+        self.mesh
+            .triangles
+            .iter()
+            .enumerate()
+            .any(|(s, tri)| self.features.triangle_region[s] == r && tri.contains(&v))
+    }
+}
+
+/// Features of one body near the other, each with its inflated box.
+struct Near {
+    verts: Vec<(u32, Aabb)>,
+    edges: Vec<(u32, Aabb)>,
+    faces: Vec<(u32, Aabb)>,
+}
+
+fn grown(mut b: Aabb, pad: f64) -> Aabb {
+    b.min.add_scalar_mut(-pad);
+    b.max.add_scalar_mut(pad);
+    b
+}
+
+fn boxes_overlap(a: &Aabb, b: &Aabb) -> bool {
+    (0..3).all(|k| a.min[k] <= b.max[k] && b.min[k] <= a.max[k])
+}
+
+fn segment_point_distance(p0: &Vector3<f64>, p1: &Vector3<f64>, c: &Vector3<f64>) -> f64 {
+    let w = p1 - p0;
+    let t = ((c - p0).dot(&w) / w.norm_squared()).clamp(0.0, 1.0);
+    (p0 + w * t - c).norm()
+}
+
+/// The features of `m` that can reach within `reach` of `centre`, with their
+/// boxes grown by `pad` (first-level cull by the other body's inflated
+/// bounding sphere, then the per-entity volumes).
+fn near_features(m: &PosedMesh, centre: &Vector3<f64>, reach: f64, pad: f64) -> Near {
+    let f = m.features;
+    let verts = (0..m.x.len() as u32)
+        .filter(|&v| f.is_real_vertex(v) && (m.x[v as usize] - centre).norm() <= reach)
+        .map(|v| (v, Aabb::from_sphere(&m.x[v as usize], pad)))
+        .collect();
+    let edges = (0..f.edges.len() as u32)
+        .filter(|&e| f.is_real_edge(e))
+        .filter_map(|e| {
+            let [i, j] = f.edges[e as usize].map(|k| m.x[k as usize]);
+            (segment_point_distance(&i, &j, centre) <= reach).then(|| {
+                let mut b = Aabb::empty();
+                b.grow(&i);
+                b.grow(&j);
+                (e, grown(b, pad))
+            })
+        })
+        .collect();
+    let faces = (0..m.mesh.triangles.len() as u32)
+        .filter_map(|t| {
+            let (c, r) = f.triangle_spheres[t as usize];
+            let c = m.pose.position + m.pose.orientation * c;
+            ((c - centre).norm() - r <= reach).then(|| {
+                let mut b = Aabb::empty();
+                for p in m.triangle(t) {
+                    b.grow(&p);
+                }
+                (t, grown(b, pad))
+            })
+        })
+        .collect();
+    Near { verts, edges, faces }
+}
+
+/// All valid sub-region pairs of `a` and `b` with gap below
+/// `contact_distance`, before the hierarchy rules. Order: vertex(a)–face(b),
+/// face(a)–vertex(b), edge–edge, vertex(a)–edge(b), edge(a)–vertex(b),
+/// vertex–vertex, each in ascending feature ids.
+pub fn mesh_mesh_candidates(a: &PosedMesh, b: &PosedMesh, contact_distance: f64, inflation: f64) -> Vec<PairHit> {
+    let pad = 0.5 * inflation;
+    let na = near_features(a, &b.pose.position, b.features.bounding_radius + inflation, pad);
+    let nb = near_features(b, &a.pose.position, a.features.bounding_radius + inflation, pad);
+    let mut out = Vec::new();
+    let mut keep = |sa: SubRegion, sb: SubRegion, h: Option<FeatureHit>| {
+        if let Some(hit) = h {
+            if hit.gap < contact_distance {
+                out.push(PairHit { sa, sb, hit });
+            }
+        }
+    };
+    for &(v, bv) in &na.verts {
+        for &(t, bt) in &nb.faces {
+            if boxes_overlap(&bv, &bt) {
+                let h = vertex_face(&a.x[v as usize], &a.vertex_normals[v as usize], &b.triangle(t), &b.face_normals[t as usize], b.inclusive(t));
+                keep(SubRegion::Vertex(v), SubRegion::Face(t), h);
+            }
+        }
+    }
+    for &(t, bt) in &na.faces {
+        for &(v, bv) in &nb.verts {
+            if boxes_overlap(&bv, &bt) {
+                let h = vertex_face(&b.x[v as usize], &b.vertex_normals[v as usize], &a.triangle(t), &a.face_normals[t as usize], a.inclusive(t));
+                keep(SubRegion::Face(t), SubRegion::Vertex(v), h.map(FeatureHit::swapped));
+            }
+        }
+    }
+    for &(ea, ba) in &na.edges {
+        for &(eb, bb) in &nb.edges {
+            if boxes_overlap(&ba, &bb) {
+                keep(SubRegion::Edge(ea), SubRegion::Edge(eb), edge_edge(&a.edge(ea), &b.edge(eb)));
+            }
+        }
+    }
+    for &(v, bv) in &na.verts {
+        for &(e, be) in &nb.edges {
+            if boxes_overlap(&bv, &be) {
+                keep(SubRegion::Vertex(v), SubRegion::Edge(e), vertex_edge(&a.x[v as usize], a.vertex_cone(v), &b.edge(e)));
+            }
+        }
+    }
+    for &(e, be) in &na.edges {
+        for &(v, bv) in &nb.verts {
+            if boxes_overlap(&bv, &be) {
+                let h = vertex_edge(&b.x[v as usize], b.vertex_cone(v), &a.edge(e));
+                keep(SubRegion::Edge(e), SubRegion::Vertex(v), h.map(FeatureHit::swapped));
+            }
+        }
+    }
+    for &(va, ba) in &na.verts {
+        for &(vb, bb) in &nb.verts {
+            if boxes_overlap(&ba, &bb) {
+                let h = vertex_vertex(
+                    &a.x[va as usize],
+                    a.vertex_cone(va),
+                    &a.vertex_normals[va as usize],
+                    &b.x[vb as usize],
+                    b.vertex_cone(vb),
+                    &b.vertex_normals[vb as usize],
+                );
+                keep(SubRegion::Vertex(va), SubRegion::Vertex(vb), h);
+            }
+        }
+    }
+    out
+}
+
+/// Side `b` when `from_b`, else side `a`.
+fn side<'m, 'a>(a: &'m PosedMesh<'a>, b: &'m PosedMesh<'a>, from_b: bool) -> &'m PosedMesh<'a> {
+    if from_b {
+        b
+    } else {
+        a
+    }
+}
+
+/// True when vertex `v` of one side (`from_b`) has a vertex–face contact in
+/// `hits` with a triangle of the other side lying in the flat region of
+/// triangle `t`.
+fn vertex_touches_region(hits: &[PairHit], other: &PosedMesh, from_b: bool, v: u32, t: u32) -> bool {
+    let r = other.features.triangle_region[t as usize];
+    hits.iter().any(|h| match h.seen_from(from_b) {
+        (SubRegion::Vertex(w), SubRegion::Face(s)) => w == v && other.features.triangle_region[s as usize] == r,
+        _ => false,
+    })
+}
+
+/// Hierarchy rule 1 (§3.6, Fig. 9): a vertex–edge contact is dropped when
+/// the vertex already has vertex–face contacts with both faces of that edge
+/// (a vertex in a concave groove pushes on the two faces, not on the
+/// groove's edge as well). Applies to the hit `h`; false for other kinds.
+pub fn rule_vertex_edge_covered_by_both_faces(h: &PairHit, hits: &[PairHit], a: &PosedMesh, b: &PosedMesh) -> bool {
+    for from_b in [false, true] {
+        if let (SubRegion::Vertex(v), SubRegion::Edge(e)) = h.seen_from(from_b) {
+            let other = side(a, b, !from_b);
+            let [t0, t1] = other.features.edge_triangles[e as usize];
+            return vertex_touches_region(hits, other, from_b, v, t0) && vertex_touches_region(hits, other, from_b, v, t1);
+        }
+    }
+    false
+}
+
+/// Hierarchy rule 2 (§3.6): a vertex–vertex contact is dropped when a face
+/// or an edge adjacent to one of the two vertices already has a contact with
+/// the other vertex (vertex–face or vertex–edge): the neighbour carries it.
+pub fn rule_vertex_vertex_covered_by_neighbour(h: &PairHit, hits: &[PairHit], a: &PosedMesh, b: &PosedMesh) -> bool {
+    let (SubRegion::Vertex(va), SubRegion::Vertex(vb)) = (h.sa, h.sb) else {
+        return false;
+    };
+    // (vertex x on side X, vertex y on the other side, y seen from its side)
+    for (x, y, y_from_b) in [(va, vb, true), (vb, va, false)] {
+        let x_mesh = side(a, b, !y_from_b);
+        let covered = hits.iter().any(|k| match k.seen_from(y_from_b) {
+            (SubRegion::Vertex(w), SubRegion::Face(t)) => w == y && x_mesh.region_touches_vertex(t, x),
+            (SubRegion::Vertex(w), SubRegion::Edge(e)) => w == y && x_mesh.features.edges[e as usize].contains(&x),
+            _ => false,
+        });
+        if covered {
+            return true;
+        }
+    }
+    false
+}
+
+/// Fraction of the edge length within which an edge–edge contact point and a
+/// vertex–face contact point count as the same contact (rule 3).
+pub const DUPLICATE_FRACTION: f64 = 1e-3;
+
+/// Hierarchy rule 3: an edge–edge contact is dropped when it duplicates a
+/// vertex–face contact at a shared end: an end vertex of one edge touches a
+/// face adjacent to the other edge, at a point within
+/// [`DUPLICATE_FRACTION`] × the first edge's length of the edge–edge point.
+pub fn rule_edge_edge_duplicates_vertex_face(h: &PairHit, hits: &[PairHit], a: &PosedMesh, b: &PosedMesh) -> bool {
+    let (SubRegion::Edge(ea), SubRegion::Edge(eb)) = (h.sa, h.sb) else {
+        return false;
+    };
+    let p = h.hit.midpoint();
+    for (ex, ey, x_from_b) in [(ea, eb, false), (eb, ea, true)] {
+        let xm = side(a, b, x_from_b);
+        let ym = side(a, b, !x_from_b);
+        let ends = xm.features.edges[ex as usize];
+        let len = (xm.x[ends[1] as usize] - xm.x[ends[0] as usize]).norm();
+        let faces = ym.features.edge_triangles[ey as usize].map(|t| ym.features.triangle_region[t as usize]);
+        let dup = hits.iter().any(|k| match k.seen_from(x_from_b) {
+            (SubRegion::Vertex(w), SubRegion::Face(t)) => {
+                ends.contains(&w)
+                    && faces.contains(&ym.features.triangle_region[t as usize])
+                    && (k.hit.midpoint() - p).norm() <= DUPLICATE_FRACTION * len
+            }
+            _ => false,
+        });
+        if dup {
+            return true;
+        }
+    }
+    false
+}
+
+/// The contact hierarchy of §3.6: removes from `hits` every pair that one of
+/// the named rules drops. Each rule looks at the full list before removal, so
+/// the result does not depend on the order of the rules.
+pub fn apply_hierarchy(hits: &mut Vec<PairHit>, a: &PosedMesh, b: &PosedMesh) {
+    let drop: Vec<bool> = hits
+        .iter()
+        .map(|h| {
+            rule_vertex_edge_covered_by_both_faces(h, hits, a, b)
+                || rule_vertex_vertex_covered_by_neighbour(h, hits, a, b)
+                || rule_edge_edge_duplicates_vertex_face(h, hits, a, b)
+        })
+        .collect();
+    let mut k = 0;
+    hits.retain(|_| {
+        k += 1;
+        !drop[k - 1]
+    });
+}
+
+/// Narrow phase for two mesh bodies: pushes into `out` one contact per valid
+/// sub-region pair with gap below `contact_distance` that survives the
+/// hierarchy, ordered (`a` the smaller id), point midway, lever arms from
+/// the centres of mass. `inflation` (≥ `contact_distance`, usually contact
+/// distance + skin) sizes the per-entity bounding volumes.
+#[allow(clippy::too_many_arguments)]
+pub fn mesh_mesh(
+    pa: &BodyPose,
+    mesh_a: &TriMesh,
+    fa: &MeshFeatures,
+    pb: &BodyPose,
+    mesh_b: &TriMesh,
+    fb: &MeshFeatures,
+    contact_distance: f64,
+    inflation: f64,
+    out: &mut Contacts,
+) {
+    let a = PosedMesh::new(pa, mesh_a, fa);
+    let b = PosedMesh::new(pb, mesh_b, fb);
+    let mut hits = mesh_mesh_candidates(&a, &b, contact_distance, inflation.max(contact_distance));
+    apply_hierarchy(&mut hits, &a, &b);
+    for h in hits {
+        let point = h.hit.midpoint();
+        out.push(
+            Contact {
+                a: pa.id,
+                b: pb.id,
+                sub_a: h.sa.encode(),
+                sub_b: h.sb.encode(),
+                point,
+                normal: h.hit.normal,
+                gap: h.hit.gap,
+                r_a: point - pa.position,
+                r_b: point - pb.position,
+                ia: pa.index,
+                ib: pb.index,
+            }
+            .ordered(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+    use nalgebra::UnitQuaternion;
+    use std::f64::consts::FRAC_PI_4;
+
+    type Q = UnitQuaternion<f64>;
+
+    fn pose(id: u64, x: Vector3<f64>, q: Q) -> BodyPose {
+        BodyPose { id, index: id as usize + 10, position: x, orientation: q }
+    }
+
+    struct Body {
+        mesh: TriMesh,
+        f: MeshFeatures,
+    }
+
+    fn body(mesh: TriMesh) -> Body {
+        let f = MeshFeatures::new(&mesh);
+        Body { mesh, f }
+    }
+
+    fn cube(s: f64) -> Body {
+        body(TriMesh::cuboid(Vector3::repeat(s)))
+    }
+
+    /// The prism of the L-shaped polygon (0,0) (2,0) (2,1) (1,1) (1,2) (0,2),
+    /// height `h`: one concave vertical edge at (1, 1) (vertices 3 and 9).
+    fn l_prism(h: f64) -> Body {
+        let poly = [(0.0, 0.0), (2.0, 0.0), (2.0, 1.0), (1.0, 1.0), (1.0, 2.0), (0.0, 2.0)];
+        let mut vertices: Vec<Vector3<f64>> = poly.iter().map(|&(x, y)| Vector3::new(x, y, 0.0)).collect();
+        vertices.extend(poly.iter().map(|&(x, y)| Vector3::new(x, y, h)));
+        let fan = [[3, 4, 5], [3, 5, 0], [3, 0, 1], [3, 1, 2]];
+        let mut triangles: Vec<[u32; 3]> = fan.iter().map(|t| [t[0], t[2], t[1]]).collect();
+        triangles.extend(fan.iter().map(|t| t.map(|i| i + 6)));
+        for i in 0..6u32 {
+            let j = (i + 1) % 6;
+            triangles.push([i, j, j + 6]);
+            triangles.push([i, j + 6, i + 6]);
+        }
+        let m = TriMesh { vertices, triangles };
+        m.check().unwrap();
+        body(m)
+    }
+
+    /// Orientation turning the body corner (−1,−1,−1) straight down.
+    fn corner_down() -> Q {
+        Q::rotation_between(&Vector3::new(-1.0, -1.0, -1.0), &-Vector3::z()).unwrap()
+    }
+
+    fn detect(a: &Body, pa: &BodyPose, b: &Body, pb: &BodyPose, cd: f64) -> Vec<Contact> {
+        let mut out = Contacts::new();
+        mesh_mesh(pa, &a.mesh, &a.f, pb, &b.mesh, &b.f, cd, cd + 0.01, &mut out);
+        out.iter().collect()
+    }
+
+    fn raw(a: &Body, pa: &BodyPose, b: &Body, pb: &BodyPose, cd: f64) -> Vec<PairHit> {
+        mesh_mesh_candidates(&PosedMesh::new(pa, &a.mesh, &a.f), &PosedMesh::new(pb, &b.mesh, &b.f), cd, cd + 0.01)
+    }
+
+    fn kinds(cs: &[Contact]) -> Vec<(u32, u32)> {
+        let k = |s: u32| SubRegion::decode(s).map(|r| match r {
+            SubRegion::Face(_) => 2,
+            SubRegion::Edge(_) => 1,
+            SubRegion::Vertex(_) => 0,
+        });
+        let mut v: Vec<(u32, u32)> = cs.iter().map(|c| (k(c.sub_a).unwrap(), k(c.sub_b).unwrap())).collect();
+        v.sort();
+        v
+    }
+
+    fn count(hits: &[PairHit], f: impl Fn(&PairHit) -> bool) -> usize {
+        hits.iter().filter(|h| f(h)).count()
+    }
+
+    const G: f64 = 0.02;
+
+    #[test]
+    fn offset_cubes_face_to_face_give_vertices_and_edges_at_gap_g() {
+        let c = cube(1.0);
+        let pa = pose(0, Vector3::zeros(), Q::identity());
+        let pb = pose(1, Vector3::new(0.3, 0.2, 1.0 + G), Q::identity());
+        let cs = detect(&c, &pa, &c, &pb, 0.05);
+        // Fig. 4c: one vertex of each square inside the other, two edge crossings.
+        assert_eq!(kinds(&cs), vec![(0, 2), (1, 1), (1, 1), (2, 0)]);
+        for k in &cs {
+            assert_eq!((k.a, k.b, k.ia, k.ib), (0, 1, 10, 11));
+            assert_relative_eq!(k.gap, G, epsilon = 1e-12);
+            assert_relative_eq!(k.normal, Vector3::z(), epsilon = 1e-12);
+            assert_relative_eq!(k.point.z, 0.5 + G / 2.0, epsilon = 1e-12);
+            assert_relative_eq!(k.r_a, k.point - pa.position, epsilon = 1e-14);
+            assert_relative_eq!(k.r_b, k.point - pb.position, epsilon = 1e-14);
+        }
+        let mut xy: Vec<(i64, i64)> = cs.iter().map(|k| ((k.point.x * 1e6).round() as i64, (k.point.y * 1e6).round() as i64)).collect();
+        xy.sort();
+        assert_eq!(xy, vec![(-200000, -300000), (-200000, 500000), (500000, -300000), (500000, 500000)]);
+        // The same pair seen with ids exchanged: a is still the smaller id.
+        let cs2 = detect(&c, &pose(7, pb.position, Q::identity()), &c, &pose(3, pa.position, Q::identity()), 0.05);
+        assert_eq!(cs2.len(), 4);
+        assert!(cs2.iter().all(|k| k.a == 3 && (k.normal - Vector3::z()).norm() < 1e-12));
+        // Farther than the contact distance: nothing.
+        assert!(detect(&c, &pa, &c, &pose(1, Vector3::new(0.3, 0.2, 1.06), Q::identity()), 0.05).is_empty());
+    }
+
+    #[test]
+    fn aligned_cubes_face_to_face_give_four_vertex_pairs() {
+        let c = cube(1.0);
+        let cs = detect(&c, &pose(0, Vector3::zeros(), Q::identity()), &c, &pose(1, Vector3::new(0.0, 0.0, 1.0 + G), Q::identity()), 0.05);
+        assert_eq!(kinds(&cs), vec![(0, 0); 4]);
+        for k in &cs {
+            assert_relative_eq!(k.gap, G, epsilon = 1e-12);
+            assert_relative_eq!(k.normal, Vector3::z(), epsilon = 1e-12);
+        }
+    }
+
+    fn crossed_edges() -> (BodyPose, BodyPose) {
+        let qa = Q::from_axis_angle(&Vector3::x_axis(), FRAC_PI_4);
+        let qb = Q::from_axis_angle(&Vector3::y_axis(), FRAC_PI_4);
+        (pose(0, Vector3::zeros(), qa), pose(1, Vector3::new(0.05, -0.1, 2f64.sqrt() + G), qb))
+    }
+
+    #[test]
+    fn crossed_edges_give_one_edge_edge_contact() {
+        let c = cube(1.0);
+        let (pa, pb) = crossed_edges();
+        let cs = detect(&c, &pa, &c, &pb, 0.05);
+        assert_eq!(kinds(&cs), vec![(1, 1)]);
+        assert_relative_eq!(cs[0].gap, G, epsilon = 1e-12);
+        assert_relative_eq!(cs[0].normal, Vector3::z(), epsilon = 1e-12);
+        assert_relative_eq!(cs[0].point, Vector3::new(0.05, 0.0, 2f64.sqrt() / 2.0 + G / 2.0), epsilon = 1e-12);
+    }
+
+    fn vertex_on_face() -> (BodyPose, BodyPose) {
+        (pose(0, Vector3::zeros(), Q::identity()), pose(1, Vector3::new(0.1, 0.2, 0.5 + 3f64.sqrt() / 2.0 + G), corner_down()))
+    }
+
+    #[test]
+    fn corner_down_on_a_face_gives_one_vertex_face_contact() {
+        let c = cube(1.0);
+        let (pa, pb) = vertex_on_face();
+        let cs = detect(&c, &pa, &c, &pb, 0.05);
+        assert_eq!(kinds(&cs), vec![(2, 0)]);
+        assert_eq!(SubRegion::decode(cs[0].sub_b), Some(SubRegion::Vertex(0)));
+        assert_relative_eq!(cs[0].gap, G, epsilon = 1e-12);
+        assert_relative_eq!(cs[0].normal, Vector3::z(), epsilon = 1e-12);
+        assert_relative_eq!(cs[0].point, Vector3::new(0.1, 0.2, 0.5 + G / 2.0), epsilon = 1e-12);
+    }
+
+    fn vertex_on_ridge() -> (BodyPose, BodyPose) {
+        let qa = Q::from_axis_angle(&Vector3::x_axis(), FRAC_PI_4);
+        let h = 2f64.sqrt() / 2.0 + 3f64.sqrt() / 2.0 + G;
+        (pose(0, Vector3::zeros(), qa), pose(1, Vector3::new(0.1, 0.0, h), corner_down()))
+    }
+
+    #[test]
+    fn corner_down_on_a_ridge_gives_one_vertex_edge_contact() {
+        let c = cube(1.0);
+        let (pa, pb) = vertex_on_ridge();
+        let cs = detect(&c, &pa, &c, &pb, 0.05);
+        assert_eq!(kinds(&cs), vec![(1, 0)]);
+        assert_relative_eq!(cs[0].gap, G, epsilon = 1e-12);
+        assert_relative_eq!(cs[0].normal, Vector3::z(), epsilon = 1e-12);
+    }
+
+    fn corner_to_corner() -> (BodyPose, BodyPose) {
+        let s = G / 3f64.sqrt();
+        (pose(0, Vector3::zeros(), Q::identity()), pose(1, Vector3::repeat(1.0 + s), Q::identity()))
+    }
+
+    #[test]
+    fn cubes_corner_to_corner_give_one_vertex_vertex_contact() {
+        let c = cube(1.0);
+        let (pa, pb) = corner_to_corner();
+        let cs = detect(&c, &pa, &c, &pb, 0.05);
+        assert_eq!(kinds(&cs), vec![(0, 0)]);
+        assert_eq!((SubRegion::decode(cs[0].sub_a), SubRegion::decode(cs[0].sub_b)), (Some(SubRegion::Vertex(7)), Some(SubRegion::Vertex(0))));
+        assert_relative_eq!(cs[0].gap, G, epsilon = 1e-12);
+        assert_relative_eq!(cs[0].normal, Vector3::repeat(1.0).normalize(), epsilon = 1e-12);
+        // Slightly overlapping: each corner is inside the other cube, under its three
+        // faces (gap −0.001); the vertex–vertex pair is then dropped by rule 2.
+        let cs = detect(&c, &pa, &c, &pose(1, Vector3::repeat(1.0 - 0.001), Q::identity()), 0.05);
+        assert_eq!(kinds(&cs), vec![(0, 2), (0, 2), (0, 2), (2, 0), (2, 0), (2, 0)]);
+        for k in &cs {
+            assert_relative_eq!(k.gap, -0.001, epsilon = 1e-12);
+        }
+        // Turned off the diagonal so the direction leaves the corners' cones: the faces take over.
+        let cs = detect(&c, &pa, &c, &pose(1, Vector3::new(1.0 + G, 0.6, 0.7), Q::identity()), 0.05);
+        assert!(kinds(&cs).iter().all(|&k| k != (0, 0)), "{cs:?}");
+    }
+
+    #[test]
+    fn tetrapod_arm_tip_flat_on_a_face_touches_with_its_tip_ring() {
+        let (l, r, n) = (1.0, 0.25, 8);
+        let t = body(TriMesh::tetrapod(l, r, n));
+        let slab = cube(4.0);
+        // Arm 0 (along (1,1,1)) turned straight down; the tip cap lies flat at gap g.
+        let q = Q::rotation_between(&Vector3::repeat(1.0), &-Vector3::z()).unwrap();
+        let pa = pose(0, Vector3::zeros(), Q::identity());
+        let pb = pose(1, Vector3::new(0.3, -0.2, 2.0 + l + G), q);
+        let cs = detect(&slab, &pa, &t, &pb, 0.05);
+        assert_eq!(kinds(&cs), vec![(2, 0); n as usize], "{cs:?}");
+        for k in &cs {
+            assert_relative_eq!(k.gap, G, epsilon = 1e-12);
+            assert_relative_eq!(k.normal, Vector3::z(), epsilon = 1e-12);
+            assert_relative_eq!((k.point - Vector3::new(0.3, -0.2, 2.0 + G / 2.0)).norm(), r / 2.0, epsilon = 1e-12);
+        }
+    }
+
+    /// Rule 1 scene: a small cube's corner in the concave groove of the L.
+    #[test]
+    fn rule_vertex_edge_in_concave_groove_is_dropped() {
+        let l = l_prism(2.0);
+        let c = cube(0.4);
+        let pa = pose(0, Vector3::zeros(), Q::identity());
+        let pb = pose(1, Vector3::new(1.0 + G + 0.2, 1.0 + G + 0.2, 1.0), Q::identity());
+        let hits = raw(&l, &pa, &c, &pb, 0.05);
+        let concave = l.f.edge_id(3, 9).unwrap();
+        let ve = |h: &PairHit| h.sa == SubRegion::Edge(concave) && matches!(h.sb, SubRegion::Vertex(_));
+        assert_eq!(count(&hits, ve), 2, "{hits:?}");
+        assert_eq!(count(&hits, |h| matches!((h.sa, h.sb), (SubRegion::Face(_), SubRegion::Vertex(_)))), 8);
+        let cs = detect(&l, &pa, &c, &pb, 0.05);
+        assert_eq!(kinds(&cs), vec![(2, 0); 8]);
+        for k in &cs {
+            assert_relative_eq!(k.gap, G, epsilon = 1e-12);
+        }
+        // Away from the groove's second face the rule does not apply: the vertex–edge
+        // pair is simply invalid there (out of the vertex cone), nothing is dropped wrongly.
+        let pb = pose(1, Vector3::new(1.0 + G + 0.2, 1.5, 1.0), Q::identity());
+        assert_eq!(kinds(&detect(&l, &pa, &c, &pb, 0.05)), vec![(2, 0); 4]);
+    }
+
+    /// Rule 2 scene: a small cube's corner above the L's reflex top corner.
+    #[test]
+    fn rule_vertex_vertex_covered_by_adjacent_edges_is_dropped() {
+        let l = l_prism(2.0);
+        let c = cube(0.4);
+        let pa = pose(0, Vector3::zeros(), Q::identity());
+        let pb = pose(1, Vector3::new(1.0 + G + 0.2, 1.0 + G + 0.2, 2.0 + G + 0.2), Q::identity());
+        let hits = raw(&l, &pa, &c, &pb, 0.05);
+        let vv = |h: &PairHit| (h.sa, h.sb) == (SubRegion::Vertex(9), SubRegion::Vertex(0));
+        assert_eq!(count(&hits, vv), 1, "{hits:?}");
+        assert_relative_eq!(hits.iter().find(|h| vv(h)).unwrap().hit.gap, G * 3f64.sqrt(), epsilon = 1e-12);
+        let cs = detect(&l, &pa, &c, &pb, 0.05);
+        // Four vertex–edge contacts remain (the corner on both top edges of the notch,
+        // and the two neighbouring cube corners), all at gap √2·g... or g for the neighbours.
+        assert_eq!(kinds(&cs), vec![(1, 0); 4]);
+        let corner: Vec<&Contact> = cs.iter().filter(|k| SubRegion::decode(k.sub_b) == Some(SubRegion::Vertex(0))).collect();
+        assert_eq!(corner.len(), 2);
+        for k in corner {
+            assert_relative_eq!(k.gap, G * 2f64.sqrt(), epsilon = 1e-12);
+        }
+    }
+
+    /// Rule 3 scene: cube B turned about z so that its bottom edge crosses
+    /// A's top edge at distance `eps` from A's corner, which touches B's face.
+    fn rule3_scene(eps: f64) -> (BodyPose, BodyPose) {
+        let phi: f64 = 0.3;
+        let c = Vector3::new(0.5 - 0.5 * phi.sin(), 0.5 - eps + 0.5 * phi.cos(), 1.0 + G);
+        (pose(0, Vector3::zeros(), Q::identity()), pose(1, c, Q::from_axis_angle(&Vector3::z_axis(), phi)))
+    }
+
+    #[test]
+    fn rule_edge_edge_duplicating_a_vertex_face_is_dropped() {
+        let c = cube(1.0);
+        let (ea, eb) = (c.f.edge_id(5, 7).unwrap(), c.f.edge_id(0, 1).unwrap());
+        let ee = |h: &PairHit| (h.sa, h.sb) == (SubRegion::Edge(ea), SubRegion::Edge(eb));
+        let vf = |h: &PairHit| h.sa == SubRegion::Vertex(7) && matches!(h.sb, SubRegion::Face(_));
+        let has = |cs: &[Contact], sa: SubRegion| cs.iter().any(|k| SubRegion::decode(k.sub_a) == Some(sa));
+        // Close to the corner: both are valid, the edge–edge is dropped.
+        let (pa, pb) = rule3_scene(1e-4);
+        let hits = raw(&c, &pa, &c, &pb, 0.05);
+        assert_eq!((count(&hits, ee), count(&hits, vf)), (1, 1), "{hits:?}");
+        let cs = detect(&c, &pa, &c, &pb, 0.05);
+        assert!(!has(&cs, SubRegion::Edge(ea)) && has(&cs, SubRegion::Vertex(7)));
+        // Farther from the corner: two distinct contacts, both kept.
+        let (pa, pb) = rule3_scene(0.05);
+        let cs = detect(&c, &pa, &c, &pb, 0.05);
+        assert!(has(&cs, SubRegion::Edge(ea)) && has(&cs, SubRegion::Vertex(7)));
+    }
+
+    /// First-order gap change n·(δx_b + δθ_b × r_b − δx_a − δθ_a × r_a)
+    /// against the gap recomputed at perturbed poses, for every contact of
+    /// the scene (matched by sub-regions).
+    fn check_gap_derivative(a: &Body, b: &Body, pa: BodyPose, pb: BodyPose, expect: (u32, u32)) {
+        let cs = detect(a, &pa, b, &pb, 0.05);
+        assert!(kinds(&cs).contains(&expect), "expected {expect:?} in {cs:?}\n{:?}", raw(a, &pa, b, &pb, 0.05));
+        // Perturbations of size h: the first-order term is O(h); its error is
+        // O(h²/gap) (curvature of the gap), far below 1e-4·h for h = 1e-7,
+        // while a wrong normal or lever arm would be off by O(h).
+        let h = 1e-7;
+        let dirs = [
+            (Vector3::new(0.3, -0.5, 0.8), Vector3::new(-0.2, 0.7, 0.4), Vector3::new(0.6, 0.1, -0.9), Vector3::new(0.5, -0.3, 0.2)),
+            (Vector3::new(-0.7, 0.2, 0.1), Vector3::new(0.9, -0.1, 0.3), Vector3::new(0.2, 0.8, -0.4), Vector3::new(-0.6, 0.4, 0.7)),
+        ];
+        for (dxa, dta, dxb, dtb) in dirs {
+            let qa = Q::from_scaled_axis(dta * h) * pa.orientation;
+            let qb = Q::from_scaled_axis(dtb * h) * pb.orientation;
+            let pa2 = BodyPose { position: pa.position + dxa * h, orientation: qa, ..pa };
+            let pb2 = BodyPose { position: pb.position + dxb * h, orientation: qb, ..pb };
+            let cs2 = detect(a, &pa2, b, &pb2, 0.05);
+            for k in &cs {
+                let k2 = cs2.iter().find(|c| (c.sub_a, c.sub_b) == (k.sub_a, k.sub_b)).expect("contact persists");
+                let predicted = k.normal.dot(&(dxb * h + (dtb * h).cross(&k.r_b) - dxa * h - (dta * h).cross(&k.r_a)));
+                let actual = k2.gap - k.gap;
+                assert!(
+                    (actual - predicted).abs() <= 1e-4 * h && predicted.abs() > 1e-3 * h,
+                    "{:?}: actual {actual:e} predicted {predicted:e}",
+                    kinds(&[*k])
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn gap_derivatives_match_finite_differences() {
+        let c = cube(1.0);
+        let tilt = |p: BodyPose, axis: Vector3<f64>| BodyPose { orientation: Q::from_scaled_axis(axis * 0.01) * p.orientation, ..p };
+        let (pa, pb) = crossed_edges();
+        check_gap_derivative(&c, &c, tilt(pa, Vector3::z()), tilt(pb, Vector3::x()), (1, 1));
+        let (pa, pb) = vertex_on_face();
+        check_gap_derivative(&c, &c, tilt(pa, Vector3::new(1.0, 1.0, 0.0)), tilt(pb, Vector3::y()), (2, 0));
+        let (pa, pb) = vertex_on_ridge();
+        check_gap_derivative(&c, &c, tilt(pa, Vector3::z()), tilt(pb, Vector3::new(0.0, 1.0, 1.0)), (1, 0));
+        let (pa, pb) = corner_to_corner();
+        check_gap_derivative(&c, &c, tilt(pa, Vector3::new(1.0, -1.0, 0.0)), tilt(pb, Vector3::new(0.0, 1.0, -1.0)), (0, 0));
+    }
+}
