@@ -53,6 +53,7 @@ fn contacts_of(a: u64, n: u64) -> Vec<ContactRecord> {
                 gap: -1e-4 * x,
                 force_normal: x * x,
                 force_tangent: Vector3::new(0.0, x, -x),
+                force_compatible: 0.0,
             }
         })
         .collect()

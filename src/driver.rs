@@ -10,7 +10,7 @@ use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::{self, Comm};
 use crate::cd::CdSolver;
 use crate::scene::{Scene, SolverKind};
-use crate::solver::{ContactForces, FreeFlight, Solver, StepContext};
+use crate::solver::{ContactForces, Solver, StepContext};
 use crate::timers::Timers;
 use mpi::traits::*;
 use nalgebra::Vector3;
@@ -246,17 +246,24 @@ impl<'a> Sim<'a> {
                 gap: c.gap,
                 force_normal: self.forces.f_n.get(k).copied().unwrap_or(0.0),
                 force_tangent: self.forces.f_t.get(k).copied().unwrap_or_else(Vector3::zeros),
+                force_compatible: self.forces.f_compatible.get(k).copied().unwrap_or(0.0),
             });
         }
         r
     }
 
     /// Total contact force on every fixed body and wall, gathered on every
-    /// rank, sorted by id.
+    /// rank, sorted by id. For compatible-cd the compatible normal forces
+    /// (computed at the last step, an output step) replace the CD ones.
     pub fn reactions(&self) -> Vec<Reaction> {
         let mut local: BTreeMap<u64, Vector3<f64>> = BTreeMap::new();
+        let normal = if self.scene.simulation.solver == SolverKind::CompatibleCd && !self.forces.f_compatible.is_empty() {
+            &self.forces.f_compatible
+        } else {
+            &self.forces.f_n
+        };
         for (k, c) in self.contacts.iter().enumerate() {
-            let f = c.normal * self.forces.f_n.get(k).copied().unwrap_or(0.0)
+            let f = c.normal * normal.get(k).copied().unwrap_or(0.0)
                 + self.forces.f_t.get(k).copied().unwrap_or_else(Vector3::zeros);
             if c.b >= WALL_ID_BASE || self.bodies.fixed[c.ib] {
                 *local.entry(c.b).or_insert_with(Vector3::zeros) += f;
@@ -291,15 +298,10 @@ impl<'a> Sim<'a> {
 /// Picks the solver for the scene.
 fn make_solver(scene: &Scene) -> Box<dyn Solver> {
     match scene.simulation.solver {
-        SolverKind::Dem => return Box::new(crate::dem::DemSolver::new()),
-        SolverKind::Cd => return Box::new(CdSolver::new()),
-        SolverKind::CompatibleCd => {}
+        SolverKind::Dem => Box::new(crate::dem::DemSolver::new()),
+        SolverKind::Cd => Box::new(CdSolver::new()),
+        SolverKind::CompatibleCd => Box::new(crate::compat::CompatibleCdSolver::new()),
     }
-    log::warn!(
-        "solver {}: contact forces are not implemented yet; bodies move in free flight",
-        scene.simulation.solver.name()
-    );
-    Box::new(FreeFlight)
 }
 
 /// Runs the scene to t_end on every rank of `comm`. `bodies` is the whole
@@ -352,6 +354,8 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             sim.neighbours(false);
             sim.detect();
         }
+        // Output after this step (a fixed-step run ends exactly at t_final).
+        let output = t_final - (time + dt_try) <= 1e-9 * dt || (scene.output.every > 0 && step % scene.output.every == 0);
         let report = {
             let ctx = StepContext {
                 comm,
@@ -362,6 +366,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
                 step,
                 time,
                 dt: dt_try,
+                output,
             };
             let (bodies, forces) = (&mut sim.bodies, &mut sim.forces);
             sim.timers.time("solve", || solver.step(&ctx, bodies, forces))

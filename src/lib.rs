@@ -4,6 +4,7 @@
 //! -> {cd, compat, dem} -> io`; `parallel` and `petsc` are services.
 pub mod body;
 pub mod cd;
+pub mod compat;
 pub mod config;
 pub mod contact;
 pub mod dem;

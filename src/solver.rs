@@ -21,6 +21,9 @@ pub struct StepContext<'a> {
     pub step: u64,
     pub time: f64,
     pub dt: f64,
+    /// A frame is written after this step (compatible-cd then always
+    /// computes the compatible forces).
+    pub output: bool,
 }
 
 /// Forces of the contacts of one step, in `Contacts` order: the force on

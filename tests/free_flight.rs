@@ -117,9 +117,12 @@ fn positions_follow_parabola_and_files_agree_across_ranks() {
             assert!((got - want).abs() <= 1e-12 * (1.0 + want.abs()), "body {i} axis {k}: {got} vs {want}");
         }
     }
-    // The cube spins about z at 2 rad/s: rotation angle 0.5 rad after 0.25 s.
+    // The cube spins about z at 2 rad/s: 0.5 rad after 0.25 s. DEM's Newmark on
+    // Rodrigues parameters (eq 22) is second-order accurate, not exact.
     let q = &get("orientation")[0..4];
-    assert!((q[0] - (0.25f64).cos()).abs() < 1e-12 && (q[3] - (0.25f64).sin()).abs() < 1e-12, "{q:?}");
+    let angle = 2.0 * q[3].atan2(q[0]);
+    assert!(q[1].abs() < 1e-12 && q[2].abs() < 1e-12, "rotation about z only: {q:?}");
+    assert!((angle - 0.5).abs() < 1e-4, "rotation angle {angle}");
     for (np, (_, other)) in results.iter().enumerate().skip(1) {
         assert_eq!(other, frame, "frames at {} ranks differ from 1 rank", np + 1);
     }

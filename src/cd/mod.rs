@@ -122,8 +122,27 @@ pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Cont
     Ok(p)
 }
 
+/// A post-process run after the CD solve of a step, before the bodies move:
+/// given B (in `op`), the CD forces and the bodies at the start of the step,
+/// it returns a normal force per local contact (compatible-cd).
+pub type PostProcess<'a> = dyn FnMut(&mut ContactOperator, &Vector, &Bodies) -> Result<Vec<f64>, SolverError> + 'a;
+
 impl Solver for CdSolver {
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError> {
+        self.step_with(ctx, bodies, forces, None)
+    }
+}
+
+impl CdSolver {
+    /// One CD step; `post` (if any) fills `forces.f_compatible` when some
+    /// rank has contacts, else it is cleared.
+    pub fn step_with(
+        &mut self,
+        ctx: &StepContext,
+        bodies: &mut Bodies,
+        forces: &mut ContactForces,
+        mut post: Option<&mut PostProcess>,
+    ) -> Result<StepReport, SolverError> {
         let (comm, scene, contacts, dt) = (ctx.comm, ctx.scene, ctx.contacts, ctx.dt);
         let n_owned = ctx.layout.n_owned;
         let gravity = scene.simulation.gravity;
@@ -133,6 +152,7 @@ impl Solver for CdSolver {
         // Δt M⁻¹ Bᵀ f per owned body.
         let mut dv = vec![Vector6::<f64>::zeros(); n_owned];
         let mut iterations = 0;
+        let mut compatible = Vec::new();
         if nc_global > 0 {
             if self.stages.is_none() {
                 self.stages = Some((Stage::register("CD assembly")?, Stage::register("CD solve")?));
@@ -192,6 +212,9 @@ impl Solver for CdSolver {
             }
             iterations = res.iterations;
             f_local.copy_from_slice(&f.view()?);
+            if let Some(post) = post.as_mut() {
+                compatible = post(&mut op, &f, bodies)?;
+            }
             let mut u = op.body_vec()?;
             op.b.mult_transpose(&f, &mut u)?;
             let uv = u.view()?;
@@ -208,7 +231,7 @@ impl Solver for CdSolver {
         }
         forces.f_n = f_local;
         forces.f_t = vec![Vector3::zeros(); nc];
-        forces.f_compatible.clear();
+        forces.f_compatible = compatible;
         Ok(StepReport { iterations, dt })
     }
 }

@@ -27,6 +27,47 @@ pub struct Config {
     pub parallel: ParallelCfg,
     #[serde(default)]
     pub dem: DemCfg,
+    #[serde(default)]
+    pub compatibility: CompatibilityCfg,
+}
+
+/// `[compatibility]` (solver = "compatible-cd"): the no-tension truss solve
+/// after each CD step (paper olsen-kamrin eq 36).
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompatibilityCfg {
+    /// "hooke" (p = 2, default) or "hertz" (p = 5/2); excludes `p`.
+    pub law: Option<ContactLaw>,
+    /// Any exponent p > 1 of w_e(c) = k c^p / p.
+    pub p: Option<f64>,
+    /// Solve every this many steps and at every output step (default 1).
+    pub every: Option<u64>,
+    /// ‖Bᵀf − F̃‖/‖F̃‖ at the end (default 1e-10).
+    pub feasibility_tolerance: Option<f64>,
+    /// Projected-gradient norm at the end (default 1e-10).
+    pub optimality_tolerance: Option<f64>,
+    /// Augmented-Lagrangian iterations (default 60).
+    pub max_outer: Option<u32>,
+    /// APGD iterations per subproblem (default 20000).
+    pub max_inner: Option<u32>,
+    /// Relative stiffness of material pairs.
+    #[serde(default)]
+    pub stiffness: Vec<StiffnessCfg>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContactLaw {
+    Hooke,
+    Hertz,
+}
+
+/// `[[compatibility.stiffness]] materials = ["a", "b"], k = 0.2`.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StiffnessCfg {
+    pub materials: [String; 2],
+    pub k: f64,
 }
 
 /// Load balance.
@@ -214,6 +255,9 @@ pub struct GenerateCfg {
     pub layer_gap: f64,
     /// Pyramid: fix the base layer (default true).
     pub fix_base: Option<bool>,
+    /// Two materials by the parity of the body id: even ids get the first,
+    /// odd ids the second (replaces `material`; paper §8.2.2).
+    pub material_by_parity: Option<[String; 2]>,
     /// Random: the box the bodies' bounding spheres must lie in.
     pub box_min: Option<[f64; 3]>,
     pub box_max: Option<[f64; 3]>,

@@ -2,7 +2,7 @@
 use super::schema::*;
 use super::ConfigError;
 use crate::body::{Bodies, Body, Shape, TriMesh, DOF_2D, DOF_ALL, DOF_NONE};
-use crate::scene::{generate, ContactSettings, DemSettings, SolverKind, Material, Output, Scene, Simulation, SolverSettings, Wall};
+use crate::scene::{generate, CompatSettings, ContactSettings, DemSettings, SolverKind, Material, Output, Scene, Simulation, SolverSettings, Wall};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -123,6 +123,18 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
         let key = |f: &str| format!("generate[{k}].{f}");
         let shape = find_shape(key("shape"), &g.shape)?;
         let material = find_mat(key("material"), &g.material)?;
+        let parity = match &g.material_by_parity {
+            None => None,
+            Some([even, odd]) => {
+                if g.material.is_some() {
+                    return Err(c.err(key("material_by_parity"), "give either `material` or `material_by_parity`, not both"));
+                }
+                Some([
+                    find_mat(key("material_by_parity"), &Some(even.clone()))?,
+                    find_mat(key("material_by_parity"), &Some(odd.clone()))?,
+                ])
+            }
+        };
         let radius = shapes[shape as usize].bounding_radius();
         let gap = c.non_negative(&key("gap"), g.gap)?;
         let velocity = c.finite3(&key("velocity"), g.velocity)?;
@@ -176,7 +188,9 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
             }
         };
         for (p, v, fixed) in placed {
-            let mut body = make(bodies.len() as u64, shape, material, p, fixed);
+            let id = bodies.len() as u64;
+            let material = parity.map_or(material, |m| m[(id % 2) as usize]);
+            let mut body = make(id, shape, material, p, fixed);
             if !fixed {
                 body.velocity = v;
             }
@@ -261,6 +275,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
     if simulation.solver == SolverKind::Dem {
         check_dem_gaps(&c, &bodies, &shapes, &walls, &origin)?;
     }
+    let compat = compat_settings(&c, &cfg.compatibility, &mat_index)?;
     let periodic = periodic(&c, &cfg.parallel, &bodies, &shapes, &contact)?;
     Ok(Scene {
         simulation,
@@ -275,7 +290,60 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
         imbalance,
         periodic,
         dem,
+        compat,
         config_text,
+    })
+}
+
+/// `[compatibility]` -> [`CompatSettings`].
+fn compat_settings(c: &Ctx, cfg: &CompatibilityCfg, mat_index: &HashMap<&str, u32>) -> Result<CompatSettings, ConfigError> {
+    let d = CompatSettings::default();
+    let p = match (cfg.law, cfg.p) {
+        (Some(_), Some(_)) => return Err(c.err("compatibility.p", "give either `law` or `p`, not both")),
+        (Some(ContactLaw::Hooke), None) | (None, None) => 2.0,
+        (Some(ContactLaw::Hertz), None) => 2.5,
+        (None, Some(p)) if p.is_finite() && p > 1.0 => p,
+        (None, Some(p)) => return Err(c.err("compatibility.p", format!("must be a number greater than 1, got {p}"))),
+    };
+    let every = match cfg.every {
+        Some(0) => return Err(c.err("compatibility.every", "must be at least 1")),
+        Some(n) => n,
+        None => d.every,
+    };
+    let tol = |key: &str, v: Option<f64>, dflt: f64| match v {
+        Some(v) => c.positive(key, v),
+        None => Ok(dflt),
+    };
+    let count = |key: &str, v: Option<u32>, dflt: u32| match v {
+        Some(0) => Err(c.err(key, "must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(dflt),
+    };
+    let mut pair_stiffness = Vec::new();
+    for (i, s) in cfg.stiffness.iter().enumerate() {
+        let key = |f: &str| format!("compatibility.stiffness[{i}].{f}");
+        let mut m = [0u32; 2];
+        for (j, name) in s.materials.iter().enumerate() {
+            m[j] = *mat_index.get(name.as_str()).ok_or_else(|| {
+                let mut known: Vec<&str> = mat_index.keys().copied().collect();
+                known.sort();
+                c.err(key("materials"), format!("unknown material `{name}` (known: {})", known.join(", ")))
+            })?;
+        }
+        let pair = (m[0].min(m[1]), m[0].max(m[1]));
+        if pair_stiffness.iter().any(|(q, _)| *q == pair) {
+            return Err(c.err(key("materials"), "this pair of materials is already listed"));
+        }
+        pair_stiffness.push((pair, c.positive(&key("k"), s.k)?));
+    }
+    Ok(CompatSettings {
+        p,
+        every,
+        feasibility_tolerance: tol("compatibility.feasibility_tolerance", cfg.feasibility_tolerance, d.feasibility_tolerance)?,
+        optimality_tolerance: tol("compatibility.optimality_tolerance", cfg.optimality_tolerance, d.optimality_tolerance)?,
+        max_outer: count("compatibility.max_outer", cfg.max_outer, d.max_outer)?,
+        max_inner: count("compatibility.max_inner", cfg.max_inner, d.max_inner)?,
+        pair_stiffness,
     })
 }
 

@@ -18,7 +18,9 @@
 //!            (+) mesh_body Mv u64: id of the body each mesh vertex belongs to
 //!  contacts/ body_a u64, body_b u64, point Nc×3, normal Nc×3 (from a to b),
 //!            gap Nc, force_normal Nc, force_tangent Nc×3,
-//!            (+) sub_a u32, sub_b u32: sub-region ids (face/edge/vertex) on a and b
+//!            (+) sub_a u32, sub_b u32: sub-region ids (face/edge/vertex) on a and b,
+//!            (+) force_compatible Nc f64: the compatible normal force (only
+//!                for solver = "compatible-cd"; force_normal stays the CD force)
 //! ```
 use super::h5raw::write_rows_collective;
 use super::redistribute::{redistribute_sorted, FlatRecords};
@@ -48,6 +50,8 @@ pub struct ContactRecord {
     pub gap: f64,
     pub force_normal: f64,
     pub force_tangent: Vector3<f64>,
+    /// Compatible normal force (compatible-cd; 0 where not computed).
+    pub force_compatible: f64,
 }
 
 /// Contacts owned by this rank, as struct-of-arrays. Pass only owned contacts
@@ -64,6 +68,7 @@ pub struct ContactRecords {
     pub gap: Vec<f64>,
     pub force_normal: Vec<f64>,
     pub force_tangent: Vec<Vector3<f64>>,
+    pub force_compatible: Vec<f64>,
 }
 
 impl ContactRecords {
@@ -93,6 +98,7 @@ impl ContactRecords {
         self.gap.push(c.gap);
         self.force_normal.push(c.force_normal);
         self.force_tangent.push(c.force_tangent);
+        self.force_compatible.push(c.force_compatible);
     }
 
     /// Contact `i` as plain values.
@@ -107,6 +113,7 @@ impl ContactRecords {
             gap: self.gap[i],
             force_normal: self.force_normal[i],
             force_tangent: self.force_tangent[i],
+            force_compatible: self.force_compatible[i],
         }
     }
 
@@ -121,6 +128,7 @@ impl ContactRecords {
         self.gap.clear();
         self.force_normal.clear();
         self.force_tangent.clear();
+        self.force_compatible.clear();
     }
 }
 
@@ -139,6 +147,8 @@ pub struct FrameWriter {
     file: hdf5::File,
     shapes: Vec<Shape>,
     has_meshes: bool,
+    /// Write `contacts/force_compatible` (solver = "compatible-cd").
+    compatible: bool,
     frames: Vec<FrameInfo>,
 }
 
@@ -162,7 +172,8 @@ impl FrameWriter {
             .ctx(&path, "creating the file (MPI-IO)");
         let file = agree(&comm, file)?;
         let has_meshes = scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_)));
-        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, frames: Vec::new() };
+        let compatible = scene.simulation.solver == crate::scene::SolverKind::CompatibleCd;
+        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, compatible, frames: Vec::new() };
         let r = w.write_header(scene);
         agree(&w.comm, r)?;
         let r = w.update_xdmf();
@@ -213,7 +224,8 @@ impl FrameWriter {
         })();
         let frames = agree(&comm, r)?;
         let has_meshes = scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_)));
-        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, frames };
+        let compatible = scene.simulation.solver == crate::scene::SolverKind::CompatibleCd;
+        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, compatible, frames };
         let r = w.update_xdmf();
         agree(&w.comm, r)?;
         Ok(w)
@@ -262,13 +274,13 @@ impl FrameWriter {
             recs.push(bodies.id[i], &[bodies.id[i], bodies.shape[i] as u64, bodies.fixed[i] as u64], &f);
         }
         let b = redistribute_sorted(&self.comm, recs);
-        // Contacts: key body_a; u = [a, b, sub_a, sub_b]; f = point, normal, gap, fn, ft.
-        let mut crecs = FlatRecords::new(4, 11);
+        // Contacts: key body_a; u = [a, b, sub_a, sub_b]; f = point, normal, gap, fn, ft, f_compatible.
+        let mut crecs = FlatRecords::new(4, 12);
         for i in 0..contacts.len() {
             let c = contacts.get(i);
             let f = [
                 c.point.x, c.point.y, c.point.z, c.normal.x, c.normal.y, c.normal.z, c.gap, c.force_normal,
-                c.force_tangent.x, c.force_tangent.y, c.force_tangent.z,
+                c.force_tangent.x, c.force_tangent.y, c.force_tangent.z, c.force_compatible,
             ];
             crecs.push(c.body_a, &[c.body_a, c.body_b, c.sub_a as u64, c.sub_b as u64], &f);
         }
@@ -387,6 +399,9 @@ impl FrameWriter {
         put(&cg, "gap", tot, 1, off, &fcols(6, 1)).map_err(w)?;
         put(&cg, "force_normal", tot, 1, off, &fcols(7, 1)).map_err(w)?;
         put(&cg, "force_tangent", tot, 3, off, &fcols(8, 3)).map_err(w)?;
+        if self.compatible {
+            put(&cg, "force_compatible", tot, 1, off, &fcols(11, 1)).map_err(w)?;
+        }
         self.file.flush().map_err(w)?;
         Ok(())
     }

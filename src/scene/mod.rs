@@ -89,6 +89,43 @@ pub enum PgsOrder {
     Reverse,
 }
 
+/// `solver = "compatible-cd"`: the compatibility post-process (the
+/// `[compatibility]` table; see `crate::compat`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompatSettings {
+    /// Power-law exponent p > 1 of the contact law w_e(c) = k c^p / p:
+    /// 2 Hookean, 5/2 Hertzian.
+    pub p: f64,
+    /// Solve every this many steps (and at every output step).
+    pub every: u64,
+    /// Stop when ‖Bᵀf − F̃‖₂/‖F̃‖₂ is at most this …
+    pub feasibility_tolerance: f64,
+    /// … and the projected gradient of the Lagrangian (forces scaled by
+    /// ‖F̃‖∞) is at most this (∞-norm).
+    pub optimality_tolerance: f64,
+    /// Augmented-Lagrangian (outer) iterations.
+    pub max_outer: u32,
+    /// APGD iterations per subproblem.
+    pub max_inner: u32,
+    /// Relative stiffness k̃ of material pairs (indices sorted), from
+    /// `[[compatibility.stiffness]]`.
+    pub pair_stiffness: Vec<((u32, u32), f64)>,
+}
+
+impl Default for CompatSettings {
+    fn default() -> Self {
+        Self {
+            p: 2.0,
+            every: 1,
+            feasibility_tolerance: 1e-10,
+            optimality_tolerance: 1e-10,
+            max_outer: 60,
+            max_inner: 20_000,
+            pair_stiffness: Vec::new(),
+        }
+    }
+}
+
 /// Solver tolerances and limits shared by the solvers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SolverSettings {
@@ -196,6 +233,8 @@ pub struct Scene {
     /// Periodic boundaries, if any axis is periodic.
     pub periodic: Option<Periodic>,
     pub dem: DemSettings,
+    /// `compatible-cd` post-process settings.
+    pub compat: CompatSettings,
     /// The resolved configuration as TOML (overrides applied), kept in outputs.
     pub config_text: String,
 }

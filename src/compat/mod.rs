@@ -1,0 +1,248 @@
+//! Compatible CD, `solver = "compatible-cd"` (paper olsen-kamrin §6–7,
+//! Algorithm 1, step 2): after the CD step, the contact forces are replaced
+//! (for output and reactions; the motion is CD's) by the forces of a
+//! no-tension truss in the rigid limit, eq 36:
+//!
+//! ```text
+//! min_f Σ_i ((p−1)/p) k̃_i^{1/(1−p)} f_i^{p/(p−1)}
+//! s.t.  (Bᵀf)_j = F̃_j on the free DOFs (Γ_N),  f ≥ 0,
+//! ```
+//!
+//! with F̃ = M(v⁺ − v)/Δt − F_ext (eq 37). With CD's update
+//! v⁺ = v + Δt M⁻¹(Bᵀ f_CD + F_ext), F̃ = Bᵀ f_CD exactly on the free DOFs
+//! (B has no entries on fixed bodies or masked DOFs, Γ_D), so F̃ is computed
+//! that way and f_CD is a feasible warm start.
+//!
+//! Solved by an augmented Lagrangian in the LANCELOT manner: subproblems
+//! min_{f ≥ 0} Σ w*(f_i) − λᵀ(Bᵀf − F̃) + μ/2 ‖Bᵀf − F̃‖² by the generic
+//! APGD ([`apgd`]), to a tolerance tightened tenfold per outer iteration;
+//! then λ ← λ − μ(Bᵀf − F̃), and μ ← 10 μ when the feasibility did not
+//! improve by a factor 0.25. Forces are scaled by ‖F̃‖∞ inside. Stops when
+//! ‖Bᵀf − F̃‖₂/‖F̃‖₂ ≤ `feasibility_tolerance` and the projected gradient
+//! (of the Lagrangian with the updated λ) ≤ `optimality_tolerance`. At the
+//! solution −λ is (up to the force scale) the truss displacement u, and
+//! f_i = k̃_i (−B_i u)^{p−1} on the loaded contacts.
+//!
+//! Distributed like CD: f over this rank's contacts, λ and F̃ over the owned
+//! bodies' DOFs, B the CD operator.
+pub mod apgd;
+
+use crate::body::Bodies;
+use crate::cd::operator::ContactOperator;
+use crate::cd::CdSolver;
+use crate::contact::{Contacts, WALL_ID_BASE};
+use crate::parallel::Comm;
+use crate::petsc::{NormType, Result, Vector};
+use crate::scene::{CompatSettings, Scene};
+use crate::solver::{ContactForces, Solver, SolverError, StepContext, StepReport};
+
+/// Running totals of the compatibility solves (benchmarks, logs).
+#[derive(Clone, Debug, Default)]
+pub struct CompatStats {
+    pub solves: u64,
+    pub outer: u64,
+    pub inner: u64,
+    pub seconds: f64,
+    pub not_converged: u64,
+}
+
+/// The `compatible-cd` solver: a CD step, then (every `compatibility.every`
+/// steps and at every output step) the compatible forces.
+#[derive(Default)]
+pub struct CompatibleCdSolver {
+    cd: CdSolver,
+    pub stats: CompatStats,
+}
+
+impl CompatibleCdSolver {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Drop for CompatibleCdSolver {
+    fn drop(&mut self) {
+        let s = &self.stats;
+        if s.solves > 0 {
+            log::info!(
+                "compatibility: {} solves, {} outer (AL) and {} inner (APGD) iterations, {:.3} s on this rank, {} not converged",
+                s.solves,
+                s.outer,
+                s.inner,
+                s.seconds,
+                s.not_converged
+            );
+        }
+    }
+}
+
+impl Solver for CompatibleCdSolver {
+    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> std::result::Result<StepReport, SolverError> {
+        let set = &ctx.scene.compat;
+        if !(ctx.output || ctx.step % set.every == 0) {
+            return self.cd.step_with(ctx, bodies, forces, None);
+        }
+        let stats = &mut self.stats;
+        let mut post = |op: &mut ContactOperator, f: &Vector, b: &Bodies| -> std::result::Result<Vec<f64>, SolverError> {
+            let k = relative_stiffness(ctx.scene, b, ctx.contacts);
+            let t0 = std::time::Instant::now();
+            let res = solve(ctx.comm, op, f, &k, set)?;
+            stats.seconds += t0.elapsed().as_secs_f64();
+            stats.solves += 1;
+            stats.outer += res.outer as u64;
+            stats.inner += res.inner;
+            if !res.converged {
+                stats.not_converged += 1;
+                log::warn!(
+                    "step {}: compatibility stopped after {} outer iterations at feasibility {:e}, optimality {:e}",
+                    ctx.step,
+                    res.outer,
+                    res.feasibility,
+                    res.optimality
+                );
+            }
+            log::debug!(
+                "step {}: compatibility {} outer, {} inner, feasibility {:e}, optimality {:e}",
+                ctx.step,
+                res.outer,
+                res.inner,
+                res.feasibility,
+                res.optimality
+            );
+            Ok(res.f)
+        };
+        let report = self.cd.step_with(ctx, bodies, forces, Some(&mut post))?;
+        if forces.f_compatible.len() != forces.f_n.len() {
+            // No contact anywhere: nothing to solve.
+            forces.f_compatible = vec![0.0; forces.f_n.len()];
+        }
+        Ok(report)
+    }
+}
+
+/// Relative stiffness k̃ of every contact from its two materials (a wall
+/// uses its own): the `[[compatibility.stiffness]]` entry of the pair if
+/// any, else, when both have a Young's modulus, the series combination
+/// 1/(1/E_a + 1/E_b) divided by E_max/2 (E_max the largest modulus of the
+/// scene; only ratios matter), else 1.
+pub fn relative_stiffness(scene: &Scene, bodies: &Bodies, contacts: &Contacts) -> Vec<f64> {
+    let e_max = scene.materials.iter().filter_map(|m| m.young).fold(0.0f64, f64::max);
+    (0..contacts.len())
+        .map(|i| {
+            let ma = bodies.material[contacts.ia[i]];
+            let mb = if contacts.b[i] >= WALL_ID_BASE {
+                scene.walls.get((contacts.b[i] - WALL_ID_BASE) as usize).map_or(ma, |w| w.material)
+            } else {
+                bodies.material[contacts.ib[i]]
+            };
+            pair_stiffness(scene, ma, mb, e_max)
+        })
+        .collect()
+}
+
+/// k̃ of a contact between materials `a` and `b` (see [`relative_stiffness`]).
+pub fn pair_stiffness(scene: &Scene, a: u32, b: u32, e_max: f64) -> f64 {
+    let pair = (a.min(b), a.max(b));
+    if let Some((_, k)) = scene.compat.pair_stiffness.iter().find(|(q, _)| *q == pair) {
+        return *k;
+    }
+    let young = |m: u32| scene.materials.get(m as usize).and_then(|m| m.young);
+    match (young(a), young(b)) {
+        (Some(ea), Some(eb)) if e_max > 0.0 => (1.0 / (1.0 / ea + 1.0 / eb)) / (0.5 * e_max),
+        _ => 1.0,
+    }
+}
+
+/// Result of one compatibility solve.
+#[derive(Clone, Debug, Default)]
+pub struct CompatResult {
+    /// Compatible force of every local contact.
+    pub f: Vec<f64>,
+    pub outer: u32,
+    pub inner: u64,
+    /// ‖Bᵀf − F̃‖₂/‖F̃‖₂ and the projected-gradient norm at the end.
+    pub feasibility: f64,
+    pub optimality: f64,
+    pub converged: bool,
+}
+
+/// Solves eq 36 for the contacts of `op` with F̃ = Bᵀ `f_cd`, warm-started
+/// from `f_cd`; `k` is k̃ per local contact. Collective.
+pub fn solve(comm: &Comm, op: &mut ContactOperator, f_cd: &Vector, k: &[f64], set: &CompatSettings) -> Result<CompatResult> {
+    let n = op.n_local();
+    let mut ft = op.body_vec()?;
+    op.b.mult_transpose(f_cd, &mut ft)?;
+    let scale = ft.norm(NormType::Infinity)?;
+    if !(scale > 0.0 && scale.is_finite()) {
+        return Ok(CompatResult { f: vec![0.0; n], converged: true, ..Default::default() });
+    }
+    ft.scale(1.0 / scale)?;
+    let ft_norm = ft.norm(NormType::Two)?;
+    // w*(f) = a f^q / q with q = p/(p−1), a = k̃^{1/(1−p)}; ∇w* = a f^{q−1}.
+    let p = set.p;
+    let q = p / (p - 1.0);
+    let a: Vec<f64> = k.iter().map(|&k| k.powf(1.0 / (1.0 - p))).collect();
+    let mut x = f_cd.try_clone()?;
+    x.scale(1.0 / scale)?;
+    let mut lambda = op.body_vec()?;
+    let mut c = op.body_vec()?;
+    let mut t = op.body_vec()?;
+    let mut mu = 10.0f64;
+    let mut lip = 0.0f64;
+    let mut omega = 1e-2f64.max(set.optimality_tolerance);
+    let mut feas_prev = f64::INFINITY;
+    let (mut outer, mut inner) = (0u32, 0u64);
+    let (mut feasibility, mut optimality, mut converged) = (f64::INFINITY, f64::INFINITY, false);
+    let active = op.active.clone();
+    let project = |v: &mut Vector| -> Result<()> {
+        let mut vv = v.view_mut()?;
+        for (x, &on) in vv.iter_mut().zip(&active) {
+            *x = if on { x.max(0.0) } else { 0.0 };
+        }
+        Ok(())
+    };
+    let b = &op.b;
+    while outer < set.max_outer {
+        outer += 1;
+        let eval = |f: &Vector, g: &mut Vector| -> Result<f64> {
+            // c = Bᵀf − F̃, t = μ c − λ, g = B t + ∇w*(f).
+            b.mult_transpose(f, &mut c)?;
+            c.axpy(-1.0, &ft)?;
+            t.copy_from(&c)?;
+            t.scale(mu)?;
+            t.axpy(-1.0, &lambda)?;
+            b.mult(&t, g)?;
+            let mut w = 0.0;
+            {
+                let fv = f.view()?;
+                let mut gv = g.view_mut()?;
+                for i in 0..fv.len() {
+                    let fi = fv[i].max(0.0);
+                    w += a[i] * fi.powf(q) / q;
+                    gv[i] += a[i] * fi.powf(q - 1.0);
+                }
+            }
+            let w = crate::parallel::sum_f64(comm, w);
+            Ok(w - lambda.dot(&c)? + 0.5 * mu * c.dot(&c)?)
+        };
+        let res = apgd::apgd(&mut x, eval, &project, omega, set.max_inner as u64, &mut lip)?;
+        inner += res.iterations;
+        optimality = res.residual;
+        b.mult_transpose(&x, &mut c)?;
+        c.axpy(-1.0, &ft)?;
+        feasibility = c.norm(NormType::Two)? / ft_norm;
+        if feasibility <= set.feasibility_tolerance && optimality <= set.optimality_tolerance {
+            converged = true;
+            break;
+        }
+        // λ ← λ − μ c; a larger penalty when feasibility stalls.
+        lambda.axpy(-mu, &c)?;
+        if feasibility > 0.25 * feas_prev {
+            mu *= 10.0;
+        }
+        feas_prev = feasibility;
+        omega = (0.1 * omega).max(set.optimality_tolerance);
+    }
+    let f: Vec<f64> = x.view()?.iter().map(|v| v * scale).collect();
+    Ok(CompatResult { f, outer, inner, feasibility, optimality, converged })
+}

@@ -1,0 +1,286 @@
+//! solver = "compatible-cd": the beam on three supports (uniform and stiff
+//! middle, whatever CD method ran first; paper §8.1), the off-centre beam
+//! with Hookean and Hertzian contacts against the rigid-platform solution,
+//! compatibility itself (one displacement field explains the forces) on
+//! small pyramids, and the same forces on 1, 2 and 3 ranks.
+mod common;
+use nalgebra::{DMatrix, DVector};
+use std::path::{Path, PathBuf};
+
+fn cfg_text(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/configs/{name}.toml", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// Writes `text` with its output dir redirected into `dir`; runs it on `np` ranks.
+fn run(dir: &Path, name: &str, text: &str, np: usize) -> PathBuf {
+    let out = dir.join(name);
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    for l in lines.iter_mut() {
+        if l.starts_with("dir = ") {
+            *l = format!("dir = \"{}\"", out.display());
+        }
+    }
+    let cfg = dir.join(format!("{name}.toml"));
+    std::fs::write(&cfg, lines.join("\n")).unwrap();
+    common::mpirun_ok(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+    out
+}
+
+fn reactions(out: &Path) -> Vec<(u64, [f64; 3])> {
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    s["reactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let f = r["force"].as_array().unwrap();
+            (r["body"].as_u64().unwrap(), [0, 1, 2].map(|k| f[k].as_f64().unwrap()))
+        })
+        .collect()
+}
+
+struct Contact {
+    a: u64,
+    b: u64,
+    point: [f64; 3],
+    normal: [f64; 3],
+    f_cd: f64,
+    f_compat: f64,
+}
+
+struct Frame {
+    /// (id, fixed, position) sorted by id.
+    bodies: Vec<(u64, bool, [f64; 3])>,
+    contacts: Vec<Contact>,
+}
+
+fn last_frame(out: &Path) -> Frame {
+    let f = hdf5::File::open(out.join("frames.h5")).unwrap();
+    let g = f.group("frames").unwrap();
+    let mut names = g.member_names().unwrap();
+    names.sort_by_key(|n| n.parse::<u64>().unwrap_or(0));
+    let fr = g.group(names.last().unwrap()).unwrap();
+    let bg = fr.group("bodies").unwrap();
+    let id = bg.dataset("id").unwrap().read_raw::<u64>().unwrap();
+    let fixed = bg.dataset("fixed").unwrap().read_raw::<u8>().unwrap();
+    let pos = bg.dataset("position").unwrap().read_raw::<f64>().unwrap();
+    let bodies = (0..id.len()).map(|i| (id[i], fixed[i] != 0, [pos[3 * i], pos[3 * i + 1], pos[3 * i + 2]])).collect();
+    let c = fr.group("contacts").unwrap();
+    let a = c.dataset("body_a").unwrap().read_raw::<u64>().unwrap();
+    let b = c.dataset("body_b").unwrap().read_raw::<u64>().unwrap();
+    let p = c.dataset("point").unwrap().read_raw::<f64>().unwrap();
+    let n = c.dataset("normal").unwrap().read_raw::<f64>().unwrap();
+    let fcd = c.dataset("force_normal").unwrap().read_raw::<f64>().unwrap();
+    let fc = c.dataset("force_compatible").unwrap().read_raw::<f64>().unwrap();
+    let contacts = (0..a.len())
+        .map(|i| Contact {
+            a: a[i],
+            b: b[i],
+            point: [p[3 * i], p[3 * i + 1], p[3 * i + 2]],
+            normal: [n[3 * i], n[3 * i + 1], n[3 * i + 2]],
+            f_cd: fcd[i],
+            f_compat: fc[i],
+        })
+        .collect();
+    Frame { bodies, contacts }
+}
+
+/// Loads carried by the supports (ids 1, 2, 3) from summary.json.
+fn supports(out: &Path) -> Vec<f64> {
+    let r = reactions(out);
+    assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 3], "{r:?}");
+    r.iter().map(|x| -x.1[1]).collect()
+}
+
+fn with_method(text: &str, method: &str, order: &str) -> String {
+    text.replace("method = \"apgd\"", &format!("method = \"{method}\"\npgs_order = \"{order}\""))
+}
+
+#[test]
+fn beam_uniform_gives_thirds_whatever_the_cd_method() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = cfg_text("beam-uniform-compat");
+    let mut cd_forces = Vec::new();
+    for (name, method, order) in [("apgd", "apgd", "forward"), ("fwd", "pgs", "forward"), ("rev", "pgs", "reverse")] {
+        let out = run(dir.path(), name, &with_method(&text, method, order), 1);
+        let f = supports(&out);
+        for &x in &f {
+            assert!((x - 10.0 / 3.0).abs() < 1e-6, "{name}: compatible reactions {f:?}");
+        }
+        let fr = last_frame(&out);
+        assert_eq!(fr.contacts.len(), 3);
+        for c in &fr.contacts {
+            assert!((c.f_compat - 10.0 / 3.0).abs() < 1e-6, "{name}: force_compatible {}", c.f_compat);
+        }
+        let mut cd: Vec<f64> = fr.contacts.iter().map(|c| c.f_cd).collect();
+        cd.sort_by(f64::total_cmp);
+        cd_forces.push(cd);
+    }
+    // The CD forces themselves differ between PGS orders (the test is not trivial).
+    let differ = cd_forces[1].iter().zip(&cd_forces[2]).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(differ > 0.5, "PGS orders gave the same CD forces: {cd_forces:?}");
+}
+
+#[test]
+fn beam_stiff_middle_gives_2_6_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = cfg_text("beam-stiff-middle");
+    for (name, method, order) in [("apgd", "apgd", "forward"), ("rev", "pgs", "reverse")] {
+        let out = run(dir.path(), name, &with_method(&text, method, order), 1);
+        // Supports 1, 2, 3 at x = 0, L, L/2.
+        let f = supports(&out);
+        for (x, want) in f.iter().zip([2.0, 2.0, 6.0]) {
+            assert!((x - want).abs() < 1e-6, "{name}: {f:?} vs [2, 2, 6]");
+        }
+    }
+}
+
+/// The beam with its centre of mass at x = 0.6 (platform 1.3 long, weight
+/// 10) on supports at x = 0, 0.5, 1, uniform k̃. The platform is rigid: the
+/// approach at support i is δ_i = A + B x_i, f_i = δ_i^{p−1} (k̃ = 1 and
+/// the scale in A, B), with Σ f_i = 10 and Σ f_i x_i = 10 · 0.6.
+fn off_centre(p: f64) -> [f64; 3] {
+    let xs = [0.0, 0.5, 1.0];
+    let e = p - 1.0;
+    let (mut a, mut b) = (1.0f64, 0.5f64);
+    for _ in 0..100 {
+        let (mut r0, mut r1, mut j00, mut j01, mut j11) = (-10.0, -6.0, 0.0, 0.0, 0.0);
+        for &x in &xs {
+            let d: f64 = a + b * x;
+            let f = d.powf(e);
+            let df = e * d.powf(e - 1.0);
+            r0 += f;
+            r1 += f * x;
+            j00 += df;
+            j01 += df * x;
+            j11 += df * x * x;
+        }
+        let det = j00 * j11 - j01 * j01;
+        a -= (j11 * r0 - j01 * r1) / det;
+        b -= (-j01 * r0 + j00 * r1) / det;
+    }
+    xs.map(|x| (a + b * x).powf(e))
+}
+
+fn off_centre_config(law: &str) -> String {
+    cfg_text("beam-uniform-compat")
+        .replace("size = [1.1, 0.05, 0.1]", "size = [1.3, 0.05, 0.1]")
+        .replace("density = 181.818181818181818", "density = 153.846153846153846")
+        .replace("position = [0.5, 0.0755, 0.0]", "position = [0.6, 0.0755, 0.0]")
+        .replace("law = \"hooke\"", &format!("law = \"{law}\""))
+}
+
+#[test]
+fn off_centre_beam_hooke_and_hertz_match_the_rigid_platform_solution() {
+    let dir = tempfile::tempdir().unwrap();
+    let hooke = off_centre(2.0);
+    // Linear: 7/3, 10/3, 13/3.
+    for (x, want) in hooke.iter().zip([7.0 / 3.0, 10.0 / 3.0, 13.0 / 3.0]) {
+        assert!((x - want).abs() < 1e-12);
+    }
+    let hertz = off_centre(2.5);
+    assert!((hertz[0] - hooke[0]).abs() > 1e-3, "Hertz should differ from Hooke: {hertz:?}");
+    for (law, want) in [("hooke", hooke), ("hertz", hertz)] {
+        for (name, method, order) in [("apgd", "apgd", "forward"), ("rev", "pgs", "reverse")] {
+            let out = run(dir.path(), &format!("{law}-{name}"), &with_method(&off_centre_config(law), method, order), 1);
+            let f = supports(&out);
+            // Supports 1, 2, 3 at x = 0, 1, 0.5.
+            for (x, w) in f.iter().zip([want[0], want[2], want[1]]) {
+                assert!((x - w).abs() < 1e-6, "{law}/{name}: {f:?} vs {want:?} (x = 0, 1, 0.5)");
+            }
+        }
+    }
+}
+
+/// Fits one displacement field u (translations of the free bodies; spheres
+/// have r × n = 0 so rotations do not enter) to f_i = k̃_i (−B_i u) over
+/// the contacts carrying force, −B_i u = n_i·(u_a − u_b). Returns
+/// (relative residual of the fit, largest overlap −B_i u / max over the
+/// unloaded contacts relative to the largest loaded one).
+fn fit_displacements(fr: &Frame, k: &dyn Fn(u64, u64) -> f64, force: &dyn Fn(&Contact) -> f64) -> (f64, f64) {
+    let free: Vec<u64> = fr.bodies.iter().filter(|b| !b.1).map(|b| b.0).collect();
+    let col = |id: u64| free.iter().position(|&x| x == id);
+    let fmax = fr.contacts.iter().map(force).fold(0.0, f64::max);
+    assert!(fmax > 0.0);
+    let row = |c: &Contact| -> Vec<(usize, f64)> {
+        let mut r = Vec::new();
+        for (id, sign) in [(c.a, 1.0), (c.b, -1.0)] {
+            if let Some(j) = col(id) {
+                for d in 0..3 {
+                    r.push((3 * j + d, sign * c.normal[d]));
+                }
+            }
+        }
+        r
+    };
+    let loaded: Vec<&Contact> = fr.contacts.iter().filter(|c| force(c) > 1e-9 * fmax).collect();
+    let mut a = DMatrix::<f64>::zeros(loaded.len(), 3 * free.len());
+    let mut rhs = DVector::<f64>::zeros(loaded.len());
+    for (i, c) in loaded.iter().enumerate() {
+        for (j, v) in row(c) {
+            a[(i, j)] = v;
+        }
+        rhs[i] = force(c) / k(c.a, c.b);
+    }
+    assert!(loaded.len() > 3 * free.len(), "not indeterminate: {} loaded contacts, {} unknowns", loaded.len(), 3 * free.len());
+    let u = a.clone().svd(true, true).solve(&rhs, 1e-12).unwrap();
+    let res = (&a * &u - &rhs).norm() / rhs.norm();
+    let scale = rhs.amax();
+    let overlap = fr
+        .contacts
+        .iter()
+        .filter(|c| force(c) <= 1e-9 * fmax)
+        .map(|c| row(c).iter().map(|&(j, v)| v * u[j]).sum::<f64>() / scale)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let _ = &fr.contacts[0].point;
+    (res, overlap)
+}
+
+fn small_pyramid(name: &str) -> String {
+    cfg_text(name).replace("n = 20", "n = 5").replace("t_end = 0.1", "t_end = 0.05")
+}
+
+#[test]
+fn compatible_forces_come_from_one_displacement_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let uniform = |_: u64, _: u64| 1.0;
+    // Two species by id parity: k̃ = 1/5, 1/3, 1 (even–even, even–odd, odd–odd).
+    let species = |a: u64, b: u64| match (a % 2, b % 2) {
+        (0, 0) => 0.2,
+        (1, 1) => 1.0,
+        _ => 1.0 / 3.0,
+    };
+    for (name, k) in [("cannonball-hooke", &uniform as &dyn Fn(u64, u64) -> f64), ("cannonball-two-species", &species)] {
+        let out = run(dir.path(), name, &small_pyramid(name), 1);
+        let fr = last_frame(&out);
+        let (res, overlap) = fit_displacements(&fr, k, &|c| c.f_compat);
+        assert!(res < 1e-6, "{name}: compatible forces fit a displacement field only to {res:e}");
+        assert!(overlap < 1e-6, "{name}: an unloaded contact overlaps by {overlap:e} of the largest");
+        // The CD (APGD) forces of the same step are not compatible.
+        let (res_cd, _) = fit_displacements(&fr, k, &|c| c.f_cd);
+        assert!(res_cd > 1e-3, "{name}: the CD forces fit too ({res_cd:e}): the check cannot tell");
+    }
+}
+
+#[test]
+fn same_compatible_forces_on_1_2_3_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["cannonball-hooke", "cannonball-hertz"] {
+        let mut runs = Vec::new();
+        for np in [1, 2, 3] {
+            let out = run(dir.path(), &format!("{name}-np{np}"), &small_pyramid(name), np);
+            let mut c: Vec<(u64, u64, f64)> = last_frame(&out).contacts.iter().map(|c| (c.a, c.b, c.f_compat)).collect();
+            c.sort_by_key(|x| (x.0, x.1));
+            runs.push(c);
+        }
+        let fmax = runs[0].iter().map(|c| c.2).fold(0.0, f64::max);
+        assert!(fmax > 0.0);
+        for (np, r) in runs.iter().enumerate().skip(1) {
+            assert_eq!(r.len(), runs[0].len(), "{name}: contact count on {} ranks", np + 1);
+            for (x, y) in runs[0].iter().zip(r) {
+                assert_eq!((x.0, x.1), (y.0, y.1));
+                assert!((x.2 - y.2).abs() <= 1e-6 * fmax, "{name}, {} ranks, contact {}-{}: {} vs {}", np + 1, x.0, x.1, y.2, x.2);
+            }
+        }
+    }
+}
