@@ -123,7 +123,16 @@ fn positions_follow_parabola_and_files_agree_across_ranks() {
     let angle = 2.0 * q[3].atan2(q[0]);
     assert!(q[1].abs() < 1e-12 && q[2].abs() < 1e-12, "rotation about z only: {q:?}");
     assert!((angle - 0.5).abs() < 1e-4, "rotation angle {angle}");
+    // Integer datasets are identical; floats agree to round-off (the DEM
+    // solves a Newton system per step, whose reductions depend on the rank
+    // count; tests/io.rs checks that the writer itself is bit-exact).
     for (np, (_, other)) in results.iter().enumerate().skip(1) {
-        assert_eq!(other, frame, "frames at {} ranks differ from 1 rank", np + 1);
+        for ((name, a), (name_b, b)) in frame.iter().zip(other) {
+            assert_eq!(name, name_b);
+            assert_eq!(a.len(), b.len(), "{name} at {} ranks", np + 1);
+            for (x, y) in a.iter().zip(b) {
+                assert!((x - y).abs() <= 1e-12 * (1.0 + x.abs()), "{name} at {} ranks: {x} vs {y}", np + 1);
+            }
+        }
     }
 }
