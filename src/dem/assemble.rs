@@ -64,6 +64,18 @@ pub fn gap(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Mat12, Vector3<f64>) {
     }
 }
 
+/// Absolute round-off of the gap evaluated by [`gap`] at `x` (a few ulps
+/// of the largest coordinate involved): multiplied by the contact
+/// stiffness it gives the residual noise that limits Newton near a barrier.
+pub fn gap_noise(kin: &Kinematics, x: &Vec12) -> f64 {
+    let xs = x.abs().max();
+    let size = match *kin {
+        Kinematics::Spheres { xa, xb, ra, rb } => xa.abs().max() + xb.abs().max() + ra + rb + 2.0 * xs,
+        Kinematics::Linear { g0, r_a, r_b, .. } => g0.abs() + (1.0 + r_a.norm() + r_b.norm()) * xs,
+    };
+    4.0 * f64::EPSILON * size
+}
+
 /// Normal contact force on b (positive: repulsive), gap, residual and
 /// tangent of one contact at the increments `x`.
 #[derive(Clone, Debug, PartialEq)]
@@ -75,6 +87,8 @@ pub struct ContactEval {
     pub residual: Vec12,
     /// ∂residual/∂x.
     pub tangent: Mat12,
+    /// dF/dg along the step, ∂F/∂g + ∂F/∂ġ / Δt (≤ 0 while compressed).
+    pub stiffness: f64,
 }
 
 /// Residual and consistent tangent of one contact: F(g, ġ) of eqs 49–53
@@ -95,6 +109,7 @@ pub fn contact(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec
         normal: n,
         residual: -f * grad,
         tangent: -dfd * grad * grad.transpose() - f * hess,
+        stiffness: dfd,
     })
 }
 

@@ -23,6 +23,9 @@ use std::collections::HashMap;
 const EASY_ITERATIONS: i64 = 4;
 /// Growth factor of Δt after an easy step.
 const GROWTH: f64 = 1.5;
+/// Newton also stops when ‖F‖ is within this factor of the round-off floor
+/// of the residual (see [`Problem::residual`]).
+const FLOOR_FACTOR: f64 = 64.0;
 
 /// Implicit barrier DEM.
 pub struct DemSolver {
@@ -142,6 +145,8 @@ struct Problem<'a> {
     zeta: f64,
     dt: f64,
     nm: Newmark,
+    /// Round-off floor of ‖F‖₂ at the last residual evaluation (global).
+    floor: std::cell::Cell<f64>,
 }
 
 impl Problem<'_> {
@@ -174,16 +179,31 @@ impl Problem<'_> {
         self.ctx.layout.global_index[i] as PetscInt
     }
 
+    /// The residual (eq 63) at `x`. Also records in `self.floor` the
+    /// round-off floor of ‖F‖₂: per entry, ε times the sizes of the terms
+    /// summed into it, plus for each contact |dF/dg| times the round-off of
+    /// its gap. Near a barrier the stiffness is huge (∝ g^{n₂−1}) and the
+    /// floor can exceed any fixed absolute tolerance, and it grows as Δt
+    /// shrinks (inertia ∝ 1/Δt²): Newton then stagnates there and the step
+    /// would be rejected again and again (the 2-rank crowd of tests/dem.rs
+    /// died at dt_min this way).
     fn residual(&self, x: &Vector, f: &mut Vector) -> Result<(), String> {
         let all = self.local_increments(x)?;
         let n = self.n_owned();
         f.zero().map_err(|e| e.to_string())?;
         let mut idx: Vec<PetscInt> = Vec::with_capacity(6 * n);
         let mut val: Vec<f64> = Vec::with_capacity(6 * n);
+        let mut scale = vec![0.0; all.len()];
         for i in 0..n {
             let u = Vector3::new(all[6 * i], all[6 * i + 1], all[6 * i + 2]);
             let a = Vector3::new(all[6 * i + 3], all[6 * i + 4], all[6 * i + 5]);
             let (r, _) = rigid::residual(&self.states[i], &self.nm, &u, &a);
+            let sc = rigid::residual_scale(&self.states[i], &self.nm, &u, &a);
+            for k in 0..6 {
+                if self.bodies.dof_mask[i] & (1 << k) != 0 {
+                    scale[6 * i + k] += sc[k];
+                }
+            }
             for k in 0..6 {
                 idx.push(6 * self.dof(i) + k as PetscInt);
                 val.push(if self.bodies.dof_mask[i] & (1 << k) != 0 { r[k] } else { all[6 * i + k] });
@@ -196,6 +216,8 @@ impl Problem<'_> {
             if e.force == 0.0 {
                 continue;
             }
+            let dg = super::assemble::gap_noise(&self.elements[k].kin, &x12);
+            let (_, grad, _, _) = super::assemble::gap(&self.elements[k].kin, &x12);
             for (side, body) in [(0, self.ctx.contacts.ia[k]), (1, self.ctx.contacts.ib[k])] {
                 if body == WALL_INDEX {
                     continue;
@@ -204,10 +226,14 @@ impl Problem<'_> {
                     if self.bodies.dof_mask[body] & (1 << j) != 0 {
                         idx.push(6 * self.dof(body) + j as PetscInt);
                         val.push(e.residual[6 * side + j]);
+                        let gj = grad[6 * side + j].abs();
+                        scale[6 * body + j] += e.force * gj + e.stiffness.abs() * gj * dg / f64::EPSILON;
                     }
                 }
             }
         }
+        let local: f64 = scale.iter().map(|s| s * s).sum();
+        self.floor.set(f64::EPSILON * parallel::sum_f64(self.ctx.comm, local).sqrt());
         f.set_values(&idx, &val, InsertMode::Add).map_err(|e| e.to_string())?;
         f.assemble().map_err(|e| e.to_string())
     }
@@ -234,10 +260,12 @@ impl Problem<'_> {
             let x12 = self.x12(&all, k);
             let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, &x12)
                 .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
-            if e.force == 0.0 {
-                continue;
-            }
-            let mut t = e.tangent;
+            // Inactive contacts still insert (zero) blocks: the nonzero
+            // pattern must not change between Newton iterations, since a new
+            // off-process block in an assembled MPIBAIJ matrix left its
+            // off-diagonal part inconsistent (SEGV in MatMult_MPIBAIJ on 2
+            // ranks once a contact switched on mid-solve).
+            let mut t = if e.force == 0.0 { super::assemble::Mat12::zeros() } else { e.tangent };
             let sides = [self.ctx.contacts.ia[k], self.ctx.contacts.ib[k]];
             for (s, &body) in sides.iter().enumerate() {
                 if body == WALL_INDEX {
@@ -317,7 +345,17 @@ impl Solver for DemSolver {
                     }
                 })
                 .collect();
-            let prob = Problem { ctx, bodies, states, elements: elements.clone(), law, zeta: d.damping, dt, nm };
+            let prob = Problem {
+                ctx,
+                bodies,
+                states,
+                elements: elements.clone(),
+                law,
+                zeta: d.damping,
+                dt,
+                nm,
+                floor: std::cell::Cell::new(0.0),
+            };
             let (ok, its, x) = solve(&prob, d)?;
             iterations += its as u64;
             let x = if ok { Some(x) } else { None };
@@ -425,6 +463,9 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings) -> Result<(bool, i64, Ve
             Ok(false)
         }
     })?;
+    // Converged also at the round-off floor of the residual (same value on
+    // every rank: the floor is a global sum and ‖F‖ is global).
+    snes.set_extra_convergence(|_it, fnorm: f64| -> Result<bool, String> { Ok(fnorm <= FLOOR_FACTOR * prob.floor.get()) })?;
     snes.set_tolerances(Some(d.newton_tolerance), Some(1e-30), Some(0.0), Some(d.newton_max_iterations as PetscInt), Some(100_000))?;
     snes.set_from_options()?;
     let result = snes.solve(None, &mut x);
