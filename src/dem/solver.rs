@@ -26,6 +26,9 @@ const GROWTH: f64 = 1.5;
 /// Newton also stops when ‖F‖ is within this factor of the round-off floor
 /// of the residual (see [`Problem::residual`]).
 const FLOOR_FACTOR: f64 = 64.0;
+/// A step whose largest active gap change exceeds this multiple of
+/// `dem.gap_change` is redone with a shorter Δt.
+const REJECT_RATIO: f64 = 2.0;
 
 /// Implicit barrier DEM.
 pub struct DemSolver {
@@ -371,6 +374,35 @@ impl Solver for DemSolver {
                 }
                 None => None,
             };
+            // Δt control for impacts: the largest |Δg| / (gap_change · min(g^i,
+            // g^{i+1})) over contacts active at either end (global). Above
+            // REJECT_RATIO the step is redone shorter; the next Δt aims at 1.
+            let ratio = match &accepted {
+                Some(all) => {
+                    let local = (0..ctx.contacts.len())
+                        .map(|k| {
+                            let g0 = prob.elements[k].g_start;
+                            let (g1, ..) = super::assemble::gap(&prob.elements[k].kin, &prob.x12(all, k));
+                            let gmin = g0.min(g1);
+                            if gmin < law.gbar {
+                                (g1 - g0).abs() / (d.gap_change * gmin)
+                            } else {
+                                0.0
+                            }
+                        })
+                        .fold(0.0, f64::max);
+                    parallel::max_f64(ctx.comm, local)
+                }
+                None => 0.0,
+            };
+            let accepted = if ratio > REJECT_RATIO && dt > d.dt_min * (1.0 + 1e-12) {
+                self.rejected += 1;
+                dt = (dt * (0.8 / ratio).max(0.1)).max(d.dt_min);
+                log::debug!("dem: step {}: gap change {ratio:.2} x the allowed, retrying with dt = {dt:e}", ctx.step);
+                continue;
+            } else {
+                accepted
+            };
             match accepted {
                 Some(all) => {
                     let f_n: Vec<f64> = (0..ctx.contacts.len())
@@ -383,7 +415,9 @@ impl Solver for DemSolver {
                     forces.f_t = vec![Vector3::zeros(); f_n.len()];
                     forces.f_n = f_n;
                     forces.f_compatible.clear();
-                    self.dt = if its <= EASY_ITERATIONS { (dt * GROWTH).min(d.dt_max) } else { dt };
+                    let next = if its <= EASY_ITERATIONS { dt * GROWTH } else { dt };
+                    let next = if ratio > 0.0 { next.min(dt * 0.9 / ratio) } else { next };
+                    self.dt = next.clamp(d.dt_min, d.dt_max);
                     return Ok(StepReport { iterations, dt });
                 }
                 None => {

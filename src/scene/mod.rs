@@ -125,6 +125,9 @@ pub struct DemSettings {
     pub newton_tolerance: f64,
     pub newton_max_iterations: u32,
     pub gap_fraction: f64,
+    /// Largest relative change |Δg| / min(g^i, g^{i+1}) of an active gap in
+    /// one step (Δt control resolving impacts).
+    pub gap_change: f64,
 }
 
 /// A complete, validated scene. Body ids are 0..n in generation order.
