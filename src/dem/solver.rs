@@ -5,11 +5,12 @@
 //! forwarded at each evaluation; a line-search pre-check that keeps every
 //! gap above a fraction of its current value; the penetration test of
 //! §2.4.7; rejected steps halve Δt; Δt grows after easy steps.
-use super::assemble::{contact, ContactElement, Kinematics, Vec12};
+use super::assemble::{contact, tangential, ContactElement, Kinematics, TangentialElement, Vec12};
+use super::law::TangentialLaw;
 use super::law::NormalLaw;
 use super::rigid::{self, Newmark, RigidState};
 use crate::body::{Bodies, Shape};
-use crate::contact::WALL_INDEX;
+use crate::contact::{WALL_ID_BASE, WALL_INDEX};
 use crate::parallel::exchange::forward_values;
 use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::{self, Comm};
@@ -39,6 +40,21 @@ pub struct DemSolver {
     options_set: bool,
     /// Steps rejected so far (Newton failure or penetration).
     pub rejected: u64,
+    /// Friction history of this rank's contacts, by (a, b, sub_a, sub_b):
+    /// the tangential gap, the normal it lies against, sliding. Kept on the
+    /// contact's rank (the owner of a); travels with a when a migrates.
+    history: HashMap<ContactKey, Tangential>,
+}
+
+/// Identifies a contact across steps.
+type ContactKey = (u64, u64, u32, u32);
+
+/// Stored tangential state of one contact.
+#[derive(Clone, Copy, Debug)]
+struct Tangential {
+    gt: Vector3<f64>,
+    normal: Vector3<f64>,
+    sliding: bool,
 }
 
 impl Default for DemSolver {
@@ -49,7 +65,7 @@ impl Default for DemSolver {
 
 impl DemSolver {
     pub fn new() -> Self {
-        Self { dt: f64::INFINITY, accel: HashMap::new(), options_set: false, rejected: 0 }
+        Self { dt: f64::INFINITY, accel: HashMap::new(), options_set: false, rejected: 0, history: HashMap::new() }
     }
 
     /// Accelerations of owned bodies that arrived from another rank: asks
@@ -76,6 +92,24 @@ impl DemSolver {
                     rep.push(got.keys[k], &[], &[a.x, a.y, a.z, w.x, w.y, w.z]);
                     rdest.push(got.u_row(k)[0] as usize);
                 }
+            }
+            // Friction history of contacts whose body a went to the asker.
+            let mut hist = FlatRecords::new(4, 6);
+            let mut hdest = Vec::new();
+            for k in 0..got.len() {
+                for (key, h) in self.history.iter().filter(|(key, _)| key.0 == got.keys[k]) {
+                    let (g, nn) = (h.gt, h.normal);
+                    hist.push(key.0, &[key.1, key.2 as u64, key.3 as u64, h.sliding as u64], &[g.x, g.y, g.z, nn.x, nn.y, nn.z]);
+                    hdest.push(got.u_row(k)[0] as usize);
+                }
+            }
+            let moved = send_to(comm, &hist, &hdest);
+            for k in 0..moved.len() {
+                let (u, f) = (moved.u_row(k), moved.f_row(k));
+                self.history.insert(
+                    (moved.keys[k], u[0], u[1] as u32, u[2] as u32),
+                    Tangential { gt: Vector3::new(f[0], f[1], f[2]), normal: Vector3::new(f[3], f[4], f[5]), sliding: u[3] != 0 },
+                );
             }
             let ans = send_to(comm, &rep, &rdest);
             for k in 0..ans.len() {
@@ -148,6 +182,8 @@ struct Problem<'a> {
     zeta: f64,
     dt: f64,
     nm: Newmark,
+    /// Friction part of each contact (`None`: frictionless).
+    tangential: Vec<Option<TangentialElement>>,
     /// Round-off floor of ‖F‖₂ at the last residual evaluation (global).
     floor: std::cell::Cell<f64>,
 }
@@ -176,6 +212,21 @@ impl Problem<'_> {
             }
         }
         x
+    }
+
+    /// Normal evaluation of contact `k` and, with friction and f_n > 0, its
+    /// tangential residual, tangent and law result.
+    fn eval(&self, k: usize, x12: &Vec12) -> Result<(super::assemble::ContactEval, Option<(Vec12, super::assemble::Mat12, super::law::Friction)>), String> {
+        let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, x12)
+            .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
+        let t = match &self.tangential[k] {
+            Some(te) if e.force > 0.0 => {
+                let (_, grad, _, _) = super::assemble::gap(&self.elements[k].kin, x12);
+                tangential(te, self.dt, e.force, &(e.stiffness * grad), x12)
+            }
+            _ => None,
+        };
+        Ok((e, t))
     }
 
     fn dof(&self, i: usize) -> PetscInt {
@@ -214,10 +265,13 @@ impl Problem<'_> {
         }
         for k in 0..self.ctx.contacts.len() {
             let x12 = self.x12(&all, k);
-            let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, &x12)
-                .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
+            let (mut e, t) = self.eval(k, &x12)?;
             if e.force == 0.0 {
                 continue;
+            }
+            if let Some((r, _, fr)) = &t {
+                e.residual += r;
+                e.force += fr.force.norm();
             }
             let dg = super::assemble::gap_noise(&self.elements[k].kin, &x12);
             let (_, grad, _, _) = super::assemble::gap(&self.elements[k].kin, &x12);
@@ -261,8 +315,10 @@ impl Problem<'_> {
         }
         for k in 0..self.ctx.contacts.len() {
             let x12 = self.x12(&all, k);
-            let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, &x12)
-                .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
+            let (mut e, t) = self.eval(k, &x12)?;
+            if let Some((_, kt, _)) = &t {
+                e.tangent += kt;
+            }
             // Inactive contacts still insert (zero) blocks: the nonzero
             // pattern must not change between Newton iterations, since a new
             // off-process block in an assembled MPIBAIJ matrix left its
@@ -327,6 +383,7 @@ impl Solver for DemSolver {
         self.sync_accelerations(ctx.comm, bodies, n, &g);
         let law = NormalLaw::new(d.eps1, d.n1, d.n2, d.gbar, d.f);
         let elements = elements(ctx, bodies);
+        let tangentials = self.tangential_elements(ctx, bodies, &elements);
         let mut dt = self.dt.min(d.dt_max).min(ctx.dt);
         let mut iterations = 0u64;
         loop {
@@ -358,6 +415,7 @@ impl Solver for DemSolver {
                 dt,
                 nm,
                 floor: std::cell::Cell::new(0.0),
+                tangential: tangentials.clone(),
             };
             let (ok, its, x) = solve(&prob, d)?;
             iterations += its as u64;
@@ -405,14 +463,24 @@ impl Solver for DemSolver {
             };
             match accepted {
                 Some(all) => {
-                    let f_n: Vec<f64> = (0..ctx.contacts.len())
-                        .map(|k| {
-                            contact(&prob.elements[k], &prob.law, prob.zeta, prob.dt, &prob.x12(&all, k)).map_or(0.0, |e| e.force)
-                        })
-                        .collect();
+                    let mut f_n = Vec::with_capacity(ctx.contacts.len());
+                    let mut f_t = Vec::with_capacity(ctx.contacts.len());
+                    let mut history = HashMap::new();
+                    for k in 0..ctx.contacts.len() {
+                        let (e, t) = prob.eval(k, &prob.x12(&all, k)).map_err(SolverError::Other)?;
+                        f_n.push(e.force);
+                        // force on b: −f_t of the law
+                        f_t.push(t.as_ref().map_or(Vector3::zeros(), |(_, _, fr)| -fr.force));
+                        if let (Some(te), Some((_, _, fr))) = (&prob.tangential[k], &t) {
+                            let c = &ctx.contacts;
+                            let key = (c.a[k], c.b[k], c.sub_a[k], c.sub_b[k]);
+                            history.insert(key, Tangential { gt: fr.gap_t, normal: te.n, sliding: fr.sliding });
+                        }
+                    }
+                    self.history = history;
                     let Problem { states, nm, .. } = prob;
                     self.finish(&states, &nm, &all, bodies);
-                    forces.f_t = vec![Vector3::zeros(); f_n.len()];
+                    forces.f_t = f_t;
                     forces.f_n = f_n;
                     forces.f_compatible.clear();
                     let next = if its <= EASY_ITERATIONS { dt * GROWTH } else { dt };
@@ -437,6 +505,47 @@ impl Solver for DemSolver {
 }
 
 impl DemSolver {
+    /// The friction elements of this step: coefficients as the means of the
+    /// two materials' (a wall's own material for a wall), none when both
+    /// are zero; the stored tangential gap of the same contact (same ids and
+    /// sub-regions) rotated from its old normal onto the current one and
+    /// projected on the tangent plane (zero for a new contact).
+    fn tangential_elements(&self, ctx: &StepContext, bodies: &Bodies, elements: &[ContactElement]) -> Vec<Option<TangentialElement>> {
+        let c = ctx.contacts;
+        let mats = &ctx.scene.materials;
+        (0..c.len())
+            .map(|k| {
+                let ma = &mats[bodies.material[c.ia[k]] as usize];
+                let mb = if c.ib[k] == WALL_INDEX {
+                    &mats[ctx.scene.walls[(c.b[k] - WALL_ID_BASE) as usize].material as usize]
+                } else {
+                    &mats[bodies.material[c.ib[k]] as usize]
+                };
+                let mu_s = 0.5 * (ma.friction_static + mb.friction_static);
+                let mu_d = 0.5 * (ma.friction_dynamic + mb.friction_dynamic);
+                if mu_s == 0.0 && mu_d == 0.0 {
+                    return None;
+                }
+                let n = elements[k].n_start;
+                let p = nalgebra::Matrix3::identity() - n * n.transpose();
+                let (gt_start, sliding) = match self.history.get(&(c.a[k], c.b[k], c.sub_a[k], c.sub_b[k])) {
+                    Some(h) => {
+                        let rot = nalgebra::Rotation3::rotation_between(&h.normal, &n)
+                            .unwrap_or_else(nalgebra::Rotation3::identity);
+                        (p * (rot * h.gt), h.sliding)
+                    }
+                    None => (Vector3::zeros(), false),
+                };
+                let (r_a, r_b) = match elements[k].kin {
+                    Kinematics::Spheres { ra, rb, .. } => (n * ra, -n * rb),
+                    Kinematics::Linear { r_a, r_b, .. } => (r_a, r_b),
+                };
+                let law = TangentialLaw { eps_t: ctx.scene.dem.eps_t, c_t: 0.0, mu_s, mu_d };
+                Some(TangentialElement { law, gt_start, sliding, n, r_a, r_b })
+            })
+            .collect()
+    }
+
     /// Moves the owned bodies to configuration i+1 (eqs 3, 5, 21, 22).
     fn finish(&mut self, states: &[RigidState], nm: &Newmark, all: &[f64], bodies: &mut Bodies) {
         for (i, st) in states.iter().enumerate() {
