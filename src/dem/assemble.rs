@@ -155,7 +155,7 @@ impl TangentialElement {
 /// −f_t, on a +f_t), r = Gᵀ f_t and K = Gᵀ (∂f_t/∂g_t) G + Gᵀ (∂f_t/∂f_n)
 /// dfnᵀ (μ_d t in slip, zero in stick). `None` when f_n = 0 (no friction).
 pub fn tangential(el: &TangentialElement, dt: f64, f_n: f64, dfn: &Vec12, x: &Vec12) -> Option<(Vec12, Mat12, Friction)> {
-    if !(f_n > 0.0) {
+    if f_n.is_nan() || f_n <= 0.0 {
         return None;
     }
     let g = el.map();

@@ -46,6 +46,9 @@ pub struct DemSolver {
     history: HashMap<ContactKey, Tangential>,
 }
 
+/// Friction residual, tangent and law result of one contact.
+type FrictionEval = (Vec12, super::assemble::Mat12, super::law::Friction);
+
 /// Identifies a contact across steps.
 type ContactKey = (u64, u64, u32, u32);
 
@@ -216,7 +219,7 @@ impl Problem<'_> {
 
     /// Normal evaluation of contact `k` and, with friction and f_n > 0, its
     /// tangential residual, tangent and law result.
-    fn eval(&self, k: usize, x12: &Vec12) -> Result<(super::assemble::ContactEval, Option<(Vec12, super::assemble::Mat12, super::law::Friction)>), String> {
+    fn eval(&self, k: usize, x12: &Vec12) -> Result<(super::assemble::ContactEval, Option<FrictionEval>), String> {
         let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, x12)
             .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
         let t = match &self.tangential[k] {
