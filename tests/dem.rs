@@ -1,6 +1,7 @@
 //! Implicit barrier DEM (solver = "dem"): rebound with and without damping,
 //! a sphere at rest on a wall (force m g, gap = law inverse), Newton's
-//! quadratic convergence, and the same trajectory on 1, 2 and 3 ranks.
+//! quadratic convergence, the same trajectory on 1, 2 and 3 ranks, and a
+//! block sticking or sliding on an incline (Coulomb friction).
 mod common;
 use std::path::Path;
 use stiffgrain::dem::law::NormalLaw;
@@ -249,4 +250,96 @@ fn touching_bodies_are_refused_for_dem() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("0-1") && err.contains("positive initial gap"), "{err}");
+}
+
+/// A box resting flat on a wall under gravity tilted by `theta` (the same as
+/// an inclined wall), μ_s = 0.5, μ_d = 0.4: (time, x, v_x) of its centre
+/// for every frame.
+fn incline(theta: f64, dir: &Path) -> Vec<(f64, f64, f64)> {
+    let out = dir.join("out");
+    let law = NormalLaw::new(1.0e6, 1.5, -2.0, 0.005, 0.5);
+    let (g, m) = (9.81, 1000.0 * 0.2f64.powi(3));
+    // each of the four bottom vertices carries a quarter of the normal load
+    let z0 = 0.1 + law.inverse(0.25 * m * g * theta.cos());
+    let toml = format!(
+        r#"
+[simulation]
+solver = "dem"
+t_end = 0.3
+dt = 1e-3
+gravity = [{gx}, 0.0, {gz}]
+
+[[material]]
+name = "m"
+density = 1000.0
+friction = 0.5
+friction_dynamic = 0.4
+
+[[shape]]
+name = "b"
+kind = "box"
+size = [0.2, 0.2, 0.2]
+
+[[body]]
+shape = "b"
+position = [0.0, 0.0, {z0}]
+
+[[wall]]
+point = [0.0, 0.0, 0.0]
+normal = [0.0, 0.0, 1.0]
+
+[contact]
+distance = 0.01
+
+[dem]
+{LAW}damping = 1.0
+
+[output]
+dir = "{out}"
+every = 10
+thermo_every = 1000
+"#,
+        gx = g * theta.sin(),
+        gz = -g * theta.cos(),
+        out = out.display()
+    );
+    run(1, &toml, dir, &[]);
+    let f = hdf5::File::open(out.join("frames.h5")).unwrap();
+    let frames = f.group("frames").unwrap();
+    let mut v = Vec::new();
+    for name in frames.member_names().unwrap() {
+        let gr = frames.group(&name).unwrap();
+        let t: f64 = gr.attr("time").unwrap().read_scalar().unwrap();
+        let b = gr.group("bodies").unwrap();
+        let p = b.dataset("position").unwrap().read_raw::<f64>().unwrap();
+        let vel = b.dataset("velocity").unwrap().read_raw::<f64>().unwrap();
+        v.push((t, p[0], vel[0]));
+    }
+    v.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+    v
+}
+
+#[test]
+fn block_on_incline_sticks_below_atan_mu_s_and_slides_above() {
+    let g = 9.81;
+    // 20°: tan θ = 0.36 < μ_s = 0.5: sticks (after 0.6 mm of settling —
+    // elastic tangential gap and slip while the normal load builds up —
+    // no motion: measured 2.5e-7 m over the last 0.2 s)
+    let tmp = tempfile::tempdir().unwrap();
+    let f = incline(20f64.to_radians(), tmp.path());
+    let (late, last) = (f.iter().find(|p| p.0 >= 0.1).unwrap(), f.last().unwrap());
+    assert!((last.1 - late.1).abs() < 1e-5, "creeps: x {} -> {}", late.1, last.1);
+    assert!(last.2.abs() < 1e-3, "moving at {} m/s", last.2);
+    // 35°: tan θ = 0.70 > μ_s: slides with a = g (sin θ − μ_d cos θ)
+    let tmp2 = tempfile::tempdir().unwrap();
+    let th = 35f64.to_radians();
+    let f = incline(th, tmp2.path());
+    let (p1, p2) = (f.iter().find(|p| p.0 >= 0.1).unwrap(), f.last().unwrap());
+    let a = (p2.2 - p1.2) / (p2.0 - p1.0);
+    let want = g * (th.sin() - 0.4 * th.cos());
+    assert!((a - want).abs() < 0.02 * want, "sliding acceleration {a} vs {want}");
+    // and from positions: x(t2) − x(t1) = v1 Δt + a Δt²/2
+    let dt = p2.0 - p1.0;
+    let a_x = 2.0 * (p2.1 - p1.1 - p1.2 * dt) / (dt * dt);
+    assert!((a_x - want).abs() < 0.02 * want, "acceleration from positions {a_x} vs {want}");
 }

@@ -129,6 +129,9 @@ pub struct DemCfg {
     /// Line-search pre-check: no gap may fall below this fraction of its
     /// current value in one Newton step (default 0.1).
     pub gap_fraction: Option<f64>,
+    /// Time-step control: an active contact's gap may change by at most
+    /// this fraction of its (smaller) value in one step (default 0.2).
+    pub gap_change: Option<f64>,
 }
 
 /// Contact detection: Verlet skin and detection distance (defaults scale

@@ -407,6 +407,7 @@ fn dem_settings(
     if gap_fraction >= 1.0 {
         return Err(c.err("dem.gap_fraction", format!("must lie in (0, 1), got {gap_fraction}")));
     }
+    let gap_change = opt("dem.gap_change", d.gap_change, 0.2)?;
     Ok(DemSettings {
         gbar,
         f,
@@ -422,6 +423,7 @@ fn dem_settings(
         newton_tolerance,
         newton_max_iterations,
         gap_fraction,
+        gap_change,
     })
 }
 

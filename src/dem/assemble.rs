@@ -2,8 +2,12 @@
 //! 63): the contact residual and tangent of one contact, 12×12 for two
 //! bodies and 6×6 against a wall, from the normal law along the contact
 //! normal. Pure functions of the increments of the two bodies; no MPI.
-use super::law::{normal_total, NormalLaw};
+use super::law::{friction, friction_tangent, normal_total, Friction, NormalLaw, TangentialLaw};
+use super::rigid::skew;
 use nalgebra::{Matrix3, SMatrix, SVector, Vector3};
+
+/// 3×12 maps from the increments to a vector at the contact.
+pub type Mat3x12 = SMatrix<f64, 3, 12>;
 
 /// 12-vectors and 12×12 matrices over (u_a, α_a, u_b, α_b).
 pub type Vec12 = SVector<f64, 12>;
@@ -64,6 +68,18 @@ pub fn gap(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Mat12, Vector3<f64>) {
     }
 }
 
+/// Absolute round-off of the gap evaluated by [`gap`] at `x` (a few ulps
+/// of the largest coordinate involved): multiplied by the contact
+/// stiffness it gives the residual noise that limits Newton near a barrier.
+pub fn gap_noise(kin: &Kinematics, x: &Vec12) -> f64 {
+    let xs = x.abs().max();
+    let size = match *kin {
+        Kinematics::Spheres { xa, xb, ra, rb } => xa.abs().max() + xb.abs().max() + ra + rb + 2.0 * xs,
+        Kinematics::Linear { g0, r_a, r_b, .. } => g0.abs() + (1.0 + r_a.norm() + r_b.norm()) * xs,
+    };
+    4.0 * f64::EPSILON * size
+}
+
 /// Normal contact force on b (positive: repulsive), gap, residual and
 /// tangent of one contact at the increments `x`.
 #[derive(Clone, Debug, PartialEq)]
@@ -75,6 +91,8 @@ pub struct ContactEval {
     pub residual: Vec12,
     /// ∂residual/∂x.
     pub tangent: Mat12,
+    /// dF/dg along the step, ∂F/∂g + ∂F/∂ġ / Δt (≤ 0 while compressed).
+    pub stiffness: f64,
 }
 
 /// Residual and consistent tangent of one contact: F(g, ġ) of eqs 49–53
@@ -95,7 +113,63 @@ pub fn contact(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec
         normal: n,
         residual: -f * grad,
         tangent: -dfd * grad * grad.transpose() - f * hess,
+        stiffness: dfd,
     })
+}
+
+/// The tangential (friction) part of one contact for one step (eqs 44,
+/// 54–58), in the contact frame of configuration i.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TangentialElement {
+    pub law: TangentialLaw,
+    /// Tangential gap carried from earlier steps, rotated into this step's
+    /// tangent plane (g_t^i).
+    pub gt_start: Vector3<f64>,
+    /// Sliding at configuration i (selects μ_d or μ_s as the limit).
+    pub sliding: bool,
+    /// Normal at configuration i; the tangent plane of the step.
+    pub n: Vector3<f64>,
+    /// Lever arms of the contact point from the centres of a and b.
+    pub r_a: Vector3<f64>,
+    pub r_b: Vector3<f64>,
+}
+
+impl TangentialElement {
+    /// G = (I − n nᵀ) [−I, skew(r_a), I, −skew(r_b)]: the tangential relative
+    /// displacement of the contact point of b with respect to that of a is
+    /// G x (rotations to first order, α × r = −skew(r) α).
+    pub fn map(&self) -> Mat3x12 {
+        let p = Matrix3::identity() - self.n * self.n.transpose();
+        let mut d = Mat3x12::zeros();
+        d.fixed_view_mut::<3, 3>(0, 0).copy_from(&-Matrix3::identity());
+        d.fixed_view_mut::<3, 3>(0, 3).copy_from(&skew(&self.r_a));
+        d.fixed_view_mut::<3, 3>(0, 6).copy_from(&Matrix3::identity());
+        d.fixed_view_mut::<3, 3>(0, 9).copy_from(&-skew(&self.r_b));
+        p * d
+    }
+}
+
+/// Friction residual and tangent of one contact at the increments `x`,
+/// given the normal force `f_n` there and its gradient `dfn` (∂F/∂x): g_t =
+/// g_t^i + G x, ġ_t = G x / Δt, f_t from [`friction`] (the force on b is
+/// −f_t, on a +f_t), r = Gᵀ f_t and K = Gᵀ (∂f_t/∂g_t) G + Gᵀ (∂f_t/∂f_n)
+/// dfnᵀ (μ_d t in slip, zero in stick). `None` when f_n = 0 (no friction).
+pub fn tangential(el: &TangentialElement, dt: f64, f_n: f64, dfn: &Vec12, x: &Vec12) -> Option<(Vec12, Mat12, Friction)> {
+    if f_n.is_nan() || f_n <= 0.0 {
+        return None;
+    }
+    let g = el.map();
+    let slip = g * x;
+    let gt = el.gt_start + slip;
+    let gt_dot = slip / dt;
+    let fr = friction(&el.law, gt, gt_dot, f_n, el.sliding);
+    let kt = friction_tangent(&el.law, gt, gt_dot, f_n, el.sliding, 1.0 / dt);
+    let mut k = g.transpose() * kt * g;
+    if fr.sliding {
+        let t = fr.force / fr.force.norm();
+        k += g.transpose() * (el.law.mu_d * t) * dfn.transpose();
+    }
+    Some((g.transpose() * fr.force, k, fr))
 }
 
 #[cfg(test)]
@@ -148,6 +222,64 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 100, "only {checked} configurations checked");
+    }
+
+    /// Normal and friction together (stick and slip, with tangential
+    /// damping) against central differences of the total residual.
+    #[test]
+    fn friction_tangent_matches_finite_differences() {
+        let law = NormalLaw::new(2.0e5, 1.5, -2.0, 1e-2, 0.5);
+        let tl = TangentialLaw { eps_t: 3.0e4, c_t: 0.5, mu_s: 0.5, mu_d: 0.4 };
+        let mut rng = SplitMix64::new(11);
+        let (mut stick, mut slip) = (0, 0);
+        for case in 0..200 {
+            let n = random_vec(&mut rng, 1.0).normalize();
+            let (r_a, r_b) = (random_vec(&mut rng, 0.5), random_vec(&mut rng, 0.5));
+            let g0 = law.gbar * (0.1 + 0.8 * rng.uniform());
+            let el = ContactElement { kin: Kinematics::Linear { g0, n, r_a, r_b }, g_start: g0 * 1.05, n_start: n, m_eff: 0.7 };
+            let p = Matrix3::identity() - n * n.transpose();
+            let te = TangentialElement {
+                law: tl,
+                gt_start: p * random_vec(&mut rng, if case % 2 == 0 { 2e-4 } else { 1e-2 }),
+                sliding: case % 3 == 0,
+                n,
+                r_a,
+                r_b,
+            };
+            let mut x = Vec12::zeros();
+            for k in 0..12 {
+                x[k] = (rng.uniform() - 0.5) * 1e-2 * law.gbar;
+            }
+            let total = |x: &Vec12| -> Option<(Vec12, Mat12, bool)> {
+                let e = contact(&el, &law, 0.3, 1e-3, x)?;
+                let (_, grad, _, _) = gap(&el.kin, x);
+                let dfn = if e.force > 0.0 { e.stiffness * grad } else { Vec12::zeros() };
+                let (r, k, fr) = tangential(&te, 1e-3, e.force, &dfn, x)?;
+                Some((e.residual + r, e.tangent + k, fr.sliding))
+            };
+            let Some((_, k, sliding)) = total(&x) else { continue };
+            let h = 1e-7 * law.gbar;
+            let mut fd = Mat12::zeros();
+            let mut same = true;
+            for j in 0..12 {
+                let mut d = Vec12::zeros();
+                d[j] = h;
+                let (Some(p), Some(m)) = (total(&(x + d)), total(&(x - d))) else { same = false; break };
+                same &= p.2 == sliding && m.2 == sliding;
+                fd.set_column(j, &((p.0 - m.0) / (2.0 * h)));
+            }
+            if !same {
+                continue; // on the stick/slip switch
+            }
+            let err = (k - fd).norm() / k.norm();
+            assert!(err < 1e-6, "case {case} (sliding {sliding}): relative error {err:e}");
+            if sliding {
+                slip += 1;
+            } else {
+                stick += 1;
+            }
+        }
+        assert!(stick > 20 && slip > 20, "stick {stick}, slip {slip} configurations");
     }
 
     #[test]

@@ -145,6 +145,21 @@ pub fn residual(s: &RigidState, nm: &Newmark, u: &Vector3<f64>, alpha: &Vector3<
     (r, k)
 }
 
+/// Size of the terms summed in each entry of [`residual`] (not of their
+/// sum): ε times it bounds the round-off of that entry, the floor under
+/// which Newton cannot push the residual (see `dem::solver`).
+pub fn residual_scale(s: &RigidState, nm: &Newmark, u: &Vector3<f64>, alpha: &Vector3<f64>) -> Vector6<f64> {
+    let lin = s.mass * (nm.a1 * u.norm() + nm.a2 * s.velocity.norm() + nm.a3 * s.acceleration.norm())
+        + s.force.norm()
+        + s.point_force.norm();
+    let jn = s.inertia.norm();
+    let w1 = nm.a4 * alpha.norm() + nm.a5.abs() * s.angular_velocity.norm() + nm.a6.abs() * s.angular_acceleration.norm();
+    let rot = jn * (nm.a1 * alpha.norm() + nm.a2 * s.angular_velocity.norm() + nm.a3 * s.angular_acceleration.norm() + w1 * w1)
+        + s.moment.norm()
+        + s.point_offset.norm() * s.point_force.norm();
+    Vector6::new(lin, lin, lin, rot, rot, rot)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,11 +5,12 @@
 //! forwarded at each evaluation; a line-search pre-check that keeps every
 //! gap above a fraction of its current value; the penetration test of
 //! §2.4.7; rejected steps halve Δt; Δt grows after easy steps.
-use super::assemble::{contact, ContactElement, Kinematics, Vec12};
+use super::assemble::{contact, tangential, ContactElement, Kinematics, TangentialElement, Vec12};
+use super::law::TangentialLaw;
 use super::law::NormalLaw;
 use super::rigid::{self, Newmark, RigidState};
 use crate::body::{Bodies, Shape};
-use crate::contact::WALL_INDEX;
+use crate::contact::{WALL_ID_BASE, WALL_INDEX};
 use crate::parallel::exchange::forward_values;
 use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::{self, Comm};
@@ -23,6 +24,12 @@ use std::collections::HashMap;
 const EASY_ITERATIONS: i64 = 4;
 /// Growth factor of Δt after an easy step.
 const GROWTH: f64 = 1.5;
+/// Newton also stops when ‖F‖ is within this factor of the round-off floor
+/// of the residual (see [`Problem::residual`]).
+const FLOOR_FACTOR: f64 = 64.0;
+/// A step whose largest active gap change exceeds this multiple of
+/// `dem.gap_change` is redone with a shorter Δt.
+const REJECT_RATIO: f64 = 2.0;
 
 /// Implicit barrier DEM.
 pub struct DemSolver {
@@ -33,6 +40,24 @@ pub struct DemSolver {
     options_set: bool,
     /// Steps rejected so far (Newton failure or penetration).
     pub rejected: u64,
+    /// Friction history of this rank's contacts, by (a, b, sub_a, sub_b):
+    /// the tangential gap, the normal it lies against, sliding. Kept on the
+    /// contact's rank (the owner of a); travels with a when a migrates.
+    history: HashMap<ContactKey, Tangential>,
+}
+
+/// Friction residual, tangent and law result of one contact.
+type FrictionEval = (Vec12, super::assemble::Mat12, super::law::Friction);
+
+/// Identifies a contact across steps.
+type ContactKey = (u64, u64, u32, u32);
+
+/// Stored tangential state of one contact.
+#[derive(Clone, Copy, Debug)]
+struct Tangential {
+    gt: Vector3<f64>,
+    normal: Vector3<f64>,
+    sliding: bool,
 }
 
 impl Default for DemSolver {
@@ -43,7 +68,7 @@ impl Default for DemSolver {
 
 impl DemSolver {
     pub fn new() -> Self {
-        Self { dt: f64::INFINITY, accel: HashMap::new(), options_set: false, rejected: 0 }
+        Self { dt: f64::INFINITY, accel: HashMap::new(), options_set: false, rejected: 0, history: HashMap::new() }
     }
 
     /// Accelerations of owned bodies that arrived from another rank: asks
@@ -70,6 +95,24 @@ impl DemSolver {
                     rep.push(got.keys[k], &[], &[a.x, a.y, a.z, w.x, w.y, w.z]);
                     rdest.push(got.u_row(k)[0] as usize);
                 }
+            }
+            // Friction history of contacts whose body a went to the asker.
+            let mut hist = FlatRecords::new(4, 6);
+            let mut hdest = Vec::new();
+            for k in 0..got.len() {
+                for (key, h) in self.history.iter().filter(|(key, _)| key.0 == got.keys[k]) {
+                    let (g, nn) = (h.gt, h.normal);
+                    hist.push(key.0, &[key.1, key.2 as u64, key.3 as u64, h.sliding as u64], &[g.x, g.y, g.z, nn.x, nn.y, nn.z]);
+                    hdest.push(got.u_row(k)[0] as usize);
+                }
+            }
+            let moved = send_to(comm, &hist, &hdest);
+            for k in 0..moved.len() {
+                let (u, f) = (moved.u_row(k), moved.f_row(k));
+                self.history.insert(
+                    (moved.keys[k], u[0], u[1] as u32, u[2] as u32),
+                    Tangential { gt: Vector3::new(f[0], f[1], f[2]), normal: Vector3::new(f[3], f[4], f[5]), sliding: u[3] != 0 },
+                );
             }
             let ans = send_to(comm, &rep, &rdest);
             for k in 0..ans.len() {
@@ -142,6 +185,10 @@ struct Problem<'a> {
     zeta: f64,
     dt: f64,
     nm: Newmark,
+    /// Friction part of each contact (`None`: frictionless).
+    tangential: Vec<Option<TangentialElement>>,
+    /// Round-off floor of ‖F‖₂ at the last residual evaluation (global).
+    floor: std::cell::Cell<f64>,
 }
 
 impl Problem<'_> {
@@ -170,20 +217,50 @@ impl Problem<'_> {
         x
     }
 
+    /// Normal evaluation of contact `k` and, with friction and f_n > 0, its
+    /// tangential residual, tangent and law result.
+    fn eval(&self, k: usize, x12: &Vec12) -> Result<(super::assemble::ContactEval, Option<FrictionEval>), String> {
+        let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, x12)
+            .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
+        let t = match &self.tangential[k] {
+            Some(te) if e.force > 0.0 => {
+                let (_, grad, _, _) = super::assemble::gap(&self.elements[k].kin, x12);
+                tangential(te, self.dt, e.force, &(e.stiffness * grad), x12)
+            }
+            _ => None,
+        };
+        Ok((e, t))
+    }
+
     fn dof(&self, i: usize) -> PetscInt {
         self.ctx.layout.global_index[i] as PetscInt
     }
 
+    /// The residual (eq 63) at `x`. Also records in `self.floor` the
+    /// round-off floor of ‖F‖₂: per entry, ε times the sizes of the terms
+    /// summed into it, plus for each contact |dF/dg| times the round-off of
+    /// its gap. Near a barrier the stiffness is huge (∝ g^{n₂−1}) and the
+    /// floor can exceed any fixed absolute tolerance, and it grows as Δt
+    /// shrinks (inertia ∝ 1/Δt²): Newton then stagnates there and the step
+    /// would be rejected again and again (the 2-rank crowd of tests/dem.rs
+    /// died at dt_min this way).
     fn residual(&self, x: &Vector, f: &mut Vector) -> Result<(), String> {
         let all = self.local_increments(x)?;
         let n = self.n_owned();
         f.zero().map_err(|e| e.to_string())?;
         let mut idx: Vec<PetscInt> = Vec::with_capacity(6 * n);
         let mut val: Vec<f64> = Vec::with_capacity(6 * n);
+        let mut scale = vec![0.0; all.len()];
         for i in 0..n {
             let u = Vector3::new(all[6 * i], all[6 * i + 1], all[6 * i + 2]);
             let a = Vector3::new(all[6 * i + 3], all[6 * i + 4], all[6 * i + 5]);
             let (r, _) = rigid::residual(&self.states[i], &self.nm, &u, &a);
+            let sc = rigid::residual_scale(&self.states[i], &self.nm, &u, &a);
+            for k in 0..6 {
+                if self.bodies.dof_mask[i] & (1 << k) != 0 {
+                    scale[6 * i + k] += sc[k];
+                }
+            }
             for k in 0..6 {
                 idx.push(6 * self.dof(i) + k as PetscInt);
                 val.push(if self.bodies.dof_mask[i] & (1 << k) != 0 { r[k] } else { all[6 * i + k] });
@@ -191,11 +268,16 @@ impl Problem<'_> {
         }
         for k in 0..self.ctx.contacts.len() {
             let x12 = self.x12(&all, k);
-            let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, &x12)
-                .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
+            let (mut e, t) = self.eval(k, &x12)?;
             if e.force == 0.0 {
                 continue;
             }
+            if let Some((r, _, fr)) = &t {
+                e.residual += r;
+                e.force += fr.force.norm();
+            }
+            let dg = super::assemble::gap_noise(&self.elements[k].kin, &x12);
+            let (_, grad, _, _) = super::assemble::gap(&self.elements[k].kin, &x12);
             for (side, body) in [(0, self.ctx.contacts.ia[k]), (1, self.ctx.contacts.ib[k])] {
                 if body == WALL_INDEX {
                     continue;
@@ -204,10 +286,14 @@ impl Problem<'_> {
                     if self.bodies.dof_mask[body] & (1 << j) != 0 {
                         idx.push(6 * self.dof(body) + j as PetscInt);
                         val.push(e.residual[6 * side + j]);
+                        let gj = grad[6 * side + j].abs();
+                        scale[6 * body + j] += e.force * gj + e.stiffness.abs() * gj * dg / f64::EPSILON;
                     }
                 }
             }
         }
+        let local: f64 = scale.iter().map(|s| s * s).sum();
+        self.floor.set(f64::EPSILON * parallel::sum_f64(self.ctx.comm, local).sqrt());
         f.set_values(&idx, &val, InsertMode::Add).map_err(|e| e.to_string())?;
         f.assemble().map_err(|e| e.to_string())
     }
@@ -232,12 +318,16 @@ impl Problem<'_> {
         }
         for k in 0..self.ctx.contacts.len() {
             let x12 = self.x12(&all, k);
-            let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, &x12)
-                .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
-            if e.force == 0.0 {
-                continue;
+            let (mut e, t) = self.eval(k, &x12)?;
+            if let Some((_, kt, _)) = &t {
+                e.tangent += kt;
             }
-            let mut t = e.tangent;
+            // Inactive contacts still insert (zero) blocks: the nonzero
+            // pattern must not change between Newton iterations, since a new
+            // off-process block in an assembled MPIBAIJ matrix left its
+            // off-diagonal part inconsistent (SEGV in MatMult_MPIBAIJ on 2
+            // ranks once a contact switched on mid-solve).
+            let mut t = if e.force == 0.0 { super::assemble::Mat12::zeros() } else { e.tangent };
             let sides = [self.ctx.contacts.ia[k], self.ctx.contacts.ib[k]];
             for (s, &body) in sides.iter().enumerate() {
                 if body == WALL_INDEX {
@@ -296,6 +386,7 @@ impl Solver for DemSolver {
         self.sync_accelerations(ctx.comm, bodies, n, &g);
         let law = NormalLaw::new(d.eps1, d.n1, d.n2, d.gbar, d.f);
         let elements = elements(ctx, bodies);
+        let tangentials = self.tangential_elements(ctx, bodies, &elements);
         let mut dt = self.dt.min(d.dt_max).min(ctx.dt);
         let mut iterations = 0u64;
         loop {
@@ -317,7 +408,18 @@ impl Solver for DemSolver {
                     }
                 })
                 .collect();
-            let prob = Problem { ctx, bodies, states, elements: elements.clone(), law, zeta: d.damping, dt, nm };
+            let prob = Problem {
+                ctx,
+                bodies,
+                states,
+                elements: elements.clone(),
+                law,
+                zeta: d.damping,
+                dt,
+                nm,
+                floor: std::cell::Cell::new(0.0),
+                tangential: tangentials.clone(),
+            };
             let (ok, its, x) = solve(&prob, d)?;
             iterations += its as u64;
             let x = if ok { Some(x) } else { None };
@@ -333,19 +435,60 @@ impl Solver for DemSolver {
                 }
                 None => None,
             };
+            // Δt control for impacts: the largest |Δg| / (gap_change · min(g^i,
+            // g^{i+1})) over contacts active at either end (global). Above
+            // REJECT_RATIO the step is redone shorter; the next Δt aims at 1.
+            let ratio = match &accepted {
+                Some(all) => {
+                    let local = (0..ctx.contacts.len())
+                        .map(|k| {
+                            let g0 = prob.elements[k].g_start;
+                            let (g1, ..) = super::assemble::gap(&prob.elements[k].kin, &prob.x12(all, k));
+                            let gmin = g0.min(g1);
+                            if gmin < law.gbar {
+                                (g1 - g0).abs() / (d.gap_change * gmin)
+                            } else {
+                                0.0
+                            }
+                        })
+                        .fold(0.0, f64::max);
+                    parallel::max_f64(ctx.comm, local)
+                }
+                None => 0.0,
+            };
+            let accepted = if ratio > REJECT_RATIO && dt > d.dt_min * (1.0 + 1e-12) {
+                self.rejected += 1;
+                dt = (dt * (0.8 / ratio).max(0.1)).max(d.dt_min);
+                log::debug!("dem: step {}: gap change {ratio:.2} x the allowed, retrying with dt = {dt:e}", ctx.step);
+                continue;
+            } else {
+                accepted
+            };
             match accepted {
                 Some(all) => {
-                    let f_n: Vec<f64> = (0..ctx.contacts.len())
-                        .map(|k| {
-                            contact(&prob.elements[k], &prob.law, prob.zeta, prob.dt, &prob.x12(&all, k)).map_or(0.0, |e| e.force)
-                        })
-                        .collect();
+                    let mut f_n = Vec::with_capacity(ctx.contacts.len());
+                    let mut f_t = Vec::with_capacity(ctx.contacts.len());
+                    let mut history = HashMap::new();
+                    for k in 0..ctx.contacts.len() {
+                        let (e, t) = prob.eval(k, &prob.x12(&all, k)).map_err(SolverError::Other)?;
+                        f_n.push(e.force);
+                        // force on b: −f_t of the law
+                        f_t.push(t.as_ref().map_or(Vector3::zeros(), |(_, _, fr)| -fr.force));
+                        if let (Some(te), Some((_, _, fr))) = (&prob.tangential[k], &t) {
+                            let c = &ctx.contacts;
+                            let key = (c.a[k], c.b[k], c.sub_a[k], c.sub_b[k]);
+                            history.insert(key, Tangential { gt: fr.gap_t, normal: te.n, sliding: fr.sliding });
+                        }
+                    }
+                    self.history = history;
                     let Problem { states, nm, .. } = prob;
                     self.finish(&states, &nm, &all, bodies);
-                    forces.f_t = vec![Vector3::zeros(); f_n.len()];
+                    forces.f_t = f_t;
                     forces.f_n = f_n;
                     forces.f_compatible.clear();
-                    self.dt = if its <= EASY_ITERATIONS { (dt * GROWTH).min(d.dt_max) } else { dt };
+                    let next = if its <= EASY_ITERATIONS { dt * GROWTH } else { dt };
+                    let next = if ratio > 0.0 { next.min(dt * 0.9 / ratio) } else { next };
+                    self.dt = next.clamp(d.dt_min, d.dt_max);
                     return Ok(StepReport { iterations, dt });
                 }
                 None => {
@@ -365,6 +508,47 @@ impl Solver for DemSolver {
 }
 
 impl DemSolver {
+    /// The friction elements of this step: coefficients as the means of the
+    /// two materials' (a wall's own material for a wall), none when both
+    /// are zero; the stored tangential gap of the same contact (same ids and
+    /// sub-regions) rotated from its old normal onto the current one and
+    /// projected on the tangent plane (zero for a new contact).
+    fn tangential_elements(&self, ctx: &StepContext, bodies: &Bodies, elements: &[ContactElement]) -> Vec<Option<TangentialElement>> {
+        let c = ctx.contacts;
+        let mats = &ctx.scene.materials;
+        (0..c.len())
+            .map(|k| {
+                let ma = &mats[bodies.material[c.ia[k]] as usize];
+                let mb = if c.ib[k] == WALL_INDEX {
+                    &mats[ctx.scene.walls[(c.b[k] - WALL_ID_BASE) as usize].material as usize]
+                } else {
+                    &mats[bodies.material[c.ib[k]] as usize]
+                };
+                let mu_s = 0.5 * (ma.friction_static + mb.friction_static);
+                let mu_d = 0.5 * (ma.friction_dynamic + mb.friction_dynamic);
+                if mu_s == 0.0 && mu_d == 0.0 {
+                    return None;
+                }
+                let n = elements[k].n_start;
+                let p = nalgebra::Matrix3::identity() - n * n.transpose();
+                let (gt_start, sliding) = match self.history.get(&(c.a[k], c.b[k], c.sub_a[k], c.sub_b[k])) {
+                    Some(h) => {
+                        let rot = nalgebra::Rotation3::rotation_between(&h.normal, &n)
+                            .unwrap_or_else(nalgebra::Rotation3::identity);
+                        (p * (rot * h.gt), h.sliding)
+                    }
+                    None => (Vector3::zeros(), false),
+                };
+                let (r_a, r_b) = match elements[k].kin {
+                    Kinematics::Spheres { ra, rb, .. } => (n * ra, -n * rb),
+                    Kinematics::Linear { r_a, r_b, .. } => (r_a, r_b),
+                };
+                let law = TangentialLaw { eps_t: ctx.scene.dem.eps_t, c_t: 0.0, mu_s, mu_d };
+                Some(TangentialElement { law, gt_start, sliding, n, r_a, r_b })
+            })
+            .collect()
+    }
+
     /// Moves the owned bodies to configuration i+1 (eqs 3, 5, 21, 22).
     fn finish(&mut self, states: &[RigidState], nm: &Newmark, all: &[f64], bodies: &mut Bodies) {
         for (i, st) in states.iter().enumerate() {
@@ -425,6 +609,9 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings) -> Result<(bool, i64, Ve
             Ok(false)
         }
     })?;
+    // Converged also at the round-off floor of the residual (same value on
+    // every rank: the floor is a global sum and ‖F‖ is global).
+    snes.set_extra_convergence(|_it, fnorm: f64| -> Result<bool, String> { Ok(fnorm <= FLOOR_FACTOR * prob.floor.get()) })?;
     snes.set_tolerances(Some(d.newton_tolerance), Some(1e-30), Some(0.0), Some(d.newton_max_iterations as PetscInt), Some(100_000))?;
     snes.set_from_options()?;
     let result = snes.solve(None, &mut x);

@@ -15,6 +15,7 @@ type ResidualFn<'a> = Box<dyn FnMut(&Vector, &mut Vector) -> std::result::Result
 type JacobianFn<'a> = Box<dyn FnMut(&Vector, &mut Mat, Option<&mut Mat>) -> std::result::Result<(), String> + 'a>;
 type PreCheckFn<'a> = Box<dyn FnMut(&Vector, &mut Vector) -> std::result::Result<bool, String> + 'a>;
 type MonitorFn<'a> = Box<dyn FnMut(PetscInt, f64) -> std::result::Result<(), String> + 'a>;
+type ConvergedFn<'a> = Box<dyn FnMut(PetscInt, f64) -> std::result::Result<bool, String> + 'a>;
 
 /// The closures PETSc calls back, reached through the `void *ctx` pointer.
 #[derive(Default)]
@@ -23,6 +24,7 @@ struct Callbacks<'a> {
     jacobian: Option<JacobianFn<'a>>,
     precheck: Option<PreCheckFn<'a>>,
     monitor: Option<MonitorFn<'a>>,
+    converged: Option<ConvergedFn<'a>>,
 }
 
 /// Most residual norms kept by the convergence history.
@@ -147,6 +149,39 @@ unsafe extern "C" fn monitor_trampoline(
     })
 }
 
+unsafe extern "C" fn converged_trampoline(
+    snes: ffi::SNES,
+    it: PetscInt,
+    xnorm: f64,
+    ynorm: f64,
+    fnorm: f64,
+    reason: *mut ffi::SNESConvergedReason,
+    ctx: *mut c_void,
+) -> ffi::PetscErrorCode {
+    // SAFETY: PETSc's own default test with the same arguments (no context).
+    let code = unsafe { ffi::SNESConvergedDefault(snes, it, xnorm, ynorm, fnorm, reason, std::ptr::null_mut()) };
+    if code != 0 {
+        return code;
+    }
+    // SAFETY: as in residual_trampoline; `reason` is a valid out pointer.
+    let cb = unsafe { &mut *(ctx as *mut Callbacks<'_>) };
+    let current = unsafe { *reason } as i32;
+    if current > 0 {
+        return 0;
+    }
+    let mut accept = false;
+    let code = guarded("convergence test", || {
+        let func = cb.converged.as_mut().ok_or("no convergence test set")?;
+        accept = func(it, fnorm)?;
+        Ok(())
+    });
+    if accept {
+        // SAFETY: valid out pointer.
+        unsafe { *reason = ffi::SNESConvergedReason::SNES_CONVERGED_FNORM_ABS };
+    }
+    code
+}
+
 fn opt_real(v: Option<f64>) -> f64 {
     v.unwrap_or(ffi::PETSC_DEFAULT as f64)
 }
@@ -246,6 +281,23 @@ impl<'a> Snes<'a> {
         self.callbacks().monitor = Some(Box::new(move |i, r| f(i, r).map_err(|e| e.to_string())));
         // SAFETY: live handle; ctx outlives the SNES; no destroy callback (we own ctx).
         check(unsafe { ffi::SNESMonitorSet(self.raw, Some(monitor_trampoline), self.callbacks as *mut c_void, None) })
+    }
+
+    /// An extra convergence criterion on top of PETSc's default test
+    /// (`SNESSetConvergenceTest` with `SNESConvergedDefault` first): when
+    /// the default test has not declared convergence (still iterating, or
+    /// out of iterations), the closure gets (iteration, ‖F‖₂) and may declare
+    /// it (`SNES_CONVERGED_FNORM_ABS`). It must answer alike on every rank.
+    pub fn set_extra_convergence<F, E>(&mut self, mut f: F) -> Result<()>
+    where
+        F: FnMut(PetscInt, f64) -> std::result::Result<bool, E> + 'a,
+        E: Display,
+    {
+        self.callbacks().converged = Some(Box::new(move |i, r| f(i, r).map_err(|e| e.to_string())));
+        // SAFETY: live handle; ctx outlives the SNES; no destroy callback (we own ctx).
+        check(unsafe {
+            ffi::SNESSetConvergenceTest(self.raw, Some(converged_trampoline), self.callbacks as *mut c_void, None)
+        })
     }
 
     /// Method by PETSc name (`"newtonls"`, `"newtontr"`, `"ksponly"`, ...).

@@ -162,6 +162,9 @@ pub struct DemSettings {
     pub newton_tolerance: f64,
     pub newton_max_iterations: u32,
     pub gap_fraction: f64,
+    /// Largest relative change |Δg| / min(g^i, g^{i+1}) of an active gap in
+    /// one step (Δt control resolving impacts).
+    pub gap_change: f64,
 }
 
 /// Periodic boundaries: on each periodic axis positions live in [lo, hi)
