@@ -64,7 +64,10 @@ fn history_of(a: u64, n: u64) -> Vec<(ContactKey, [f64; HISTORY_LEN])> {
         .into_iter()
         .map(|c| {
             let k = ContactKey { body_a: c.body_a, body_b: c.body_b, sub_a: c.sub_a, sub_b: c.sub_b };
-            (k, [c.gap, c.force_normal, 0.25 * a as f64, -(c.sub_a as f64)])
+            let mut v = [0.0; HISTORY_LEN];
+            v[..4].copy_from_slice(&[c.gap, c.force_normal, 0.25 * a as f64, -(c.sub_a as f64)]);
+            v[HISTORY_LEN - 1] = c.body_b as f64;
+            (k, v)
         })
         .collect()
 }

@@ -50,6 +50,8 @@ pub struct RunOptions {
     pub overwrite: bool,
     /// Continue from a checkpoint: (step, time) it was written at.
     pub restart: Option<(u64, f64)>,
+    /// The solver's state records from the checkpoint (this rank's slab).
+    pub restart_state: crate::io::ContactHistory,
 }
 
 /// Final diagnostics, also written to OUT/summary.json.
@@ -315,6 +317,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let mut sim = Sim::new(comm, scene, bodies, opts.restart.is_none());
     let n_global = parallel::sum_u64(comm, sim.n_owned() as u64);
     let mut solver = make_solver(scene);
+    if opts.restart.is_some() {
+        solver.restore_state(comm, opts.restart_state.clone());
+    }
 
     let dt = scene.simulation.dt;
     let (first_step, t0_sim) = opts.restart.unwrap_or((0, 0.0));
@@ -375,7 +380,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             Ok(r) => r,
             Err(e) => {
                 // The solver leaves the bodies at the start of the step: keep them.
-                let path = write_checkpoint(comm, scene, &sim, step - 1, time, dt_try)?;
+                let path = write_checkpoint(comm, scene, &sim, solver.as_ref(), step - 1, time, dt_try)?;
                 return Err(RunError::Solver {
                     step,
                     message: format!("{e}; the state before the step is in {}", path.display()),
@@ -410,10 +415,10 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             sim.timers.time("output", || frames.write_frame(step, time, step_dt, b, n, &recs))?;
         }
         if scene.output.checkpoint_every > 0 && step % scene.output.checkpoint_every == 0 {
-            write_checkpoint(comm, scene, &sim, step, time, step_dt)?;
+            write_checkpoint(comm, scene, &sim, solver.as_ref(), step, time, step_dt)?;
         }
         if !parallel::all_ok(comm, !stop_requested()) {
-            let path = write_checkpoint(comm, scene, &sim, step, time, step_dt)?;
+            let path = write_checkpoint(comm, scene, &sim, solver.as_ref(), step, time, step_dt)?;
             if rank == 0 {
                 println!(
                     "stopped by a signal after step {step} (t = {time:e}); resume with: stiffgrain restart {}",
@@ -510,10 +515,18 @@ fn stop_requested() -> bool {
     STOP.get().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
 }
 
-fn write_checkpoint(comm: &Comm, scene: &Scene, sim: &Sim, step: u64, time: f64, dt: f64) -> Result<PathBuf, RunError> {
+fn write_checkpoint(
+    comm: &Comm,
+    scene: &Scene,
+    sim: &Sim,
+    solver: &dyn Solver,
+    step: u64,
+    time: f64,
+    dt: f64,
+) -> Result<PathBuf, RunError> {
     let dir = &scene.output.dir;
     let path = io::checkpoint_path(dir, step);
-    let extra = CheckpointExtra::default();
+    let extra = CheckpointExtra { history: solver.save_state() };
     io::write_checkpoint(comm, &path, step, time, dt, scene, &sim.bodies, sim.n_owned(), &extra)?;
     if comm.rank() == 0 {
         io::prune_checkpoints(dir, scene.output.checkpoint_keep)?;

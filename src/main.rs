@@ -73,7 +73,7 @@ fn main() -> ExitCode {
             Command::Run { config, set, overwrite, petsc: petsc_args } => match load(&world, &config, &set) {
                 Err(code) => code,
                 Ok(scene) => {
-                    let opts = driver::RunOptions { overwrite, restart: None };
+                    let opts = driver::RunOptions { overwrite, restart: None, restart_state: Vec::new() };
                     with_petsc(&world, &petsc_args, || driver::run(&world, &scene, scene.bodies.clone(), &opts))
                 }
             },
@@ -97,7 +97,11 @@ fn main() -> ExitCode {
                         2
                     }
                     Ok(scene) => {
-                        let opts = driver::RunOptions { overwrite: false, restart: Some((cp.step, cp.time)) };
+                        let opts = driver::RunOptions {
+                            overwrite: false,
+                            restart: Some((cp.step, cp.time)),
+                            restart_state: cp.history.clone(),
+                        };
                         if world.rank() == 0 {
                             log::info!("restart from {} at step {} (t = {:e})", checkpoint.display(), cp.step, cp.time);
                         }

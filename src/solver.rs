@@ -3,6 +3,7 @@
 //! detected at its start. `cd`, `compatible-cd` and `dem` implement it.
 use crate::body::Bodies;
 use crate::contact::{ContactShapes, Contacts};
+use crate::io::ContactHistory;
 use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::scene::Scene;
@@ -61,6 +62,17 @@ pub trait Solver {
     /// Advances the owned bodies from `ctx.time` by `ctx.dt` (or less, as
     /// reported); fills `forces` for `ctx.contacts`.
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError>;
+
+    /// State carried between steps that a checkpoint must keep (Newmark
+    /// accelerations, friction history, the next Δt), as keyed records.
+    fn save_state(&self) -> ContactHistory {
+        Vec::new()
+    }
+
+    /// Takes back this rank's slab of the records of [`Solver::save_state`]
+    /// after a restart (any rank count: records need not be on the rank that
+    /// will use them). Collective.
+    fn restore_state(&mut self, _comm: &Comm, _records: ContactHistory) {}
 }
 
 /// Motion under gravity alone, exact for constant acceleration

@@ -66,6 +66,12 @@ impl Default for DemSolver {
     }
 }
 
+/// `body_b` of the state records that hold a body's Newmark accelerations
+/// (contact records carry a real body or wall id there).
+const BODY_RECORD: u64 = u64::MAX;
+/// `body_a` of the record that holds the next Δt to try.
+const DT_RECORD: u64 = u64::MAX;
+
 impl DemSolver {
     pub fn new() -> Self {
         Self { dt: f64::INFINITY, accel: HashMap::new(), options_set: false, rejected: 0, history: HashMap::new() }
@@ -373,6 +379,56 @@ impl Problem<'_> {
 }
 
 impl Solver for DemSolver {
+    /// Records: (id, MAX) -> accelerations ü, ω̇ of an owned body;
+    /// (a, b, sub_a, sub_b) -> tangential gap, its normal, sliding flag;
+    /// (MAX, MAX) -> the next Δt (rank 0 only).
+    fn save_state(&self) -> crate::io::ContactHistory {
+        use crate::io::{ContactKey, HISTORY_LEN};
+        let mut out = Vec::with_capacity(self.accel.len() + self.history.len() + 1);
+        for (&id, (a, w)) in &self.accel {
+            let mut v = [0.0; HISTORY_LEN];
+            v[..6].copy_from_slice(&[a.x, a.y, a.z, w.x, w.y, w.z]);
+            out.push((ContactKey { body_a: id, body_b: BODY_RECORD, sub_a: 0, sub_b: 0 }, v));
+        }
+        for (&(a, b, sa, sb), t) in &self.history {
+            let mut v = [0.0; HISTORY_LEN];
+            v[..7].copy_from_slice(&[t.gt.x, t.gt.y, t.gt.z, t.normal.x, t.normal.y, t.normal.z, t.sliding as u8 as f64]);
+            out.push((ContactKey { body_a: a, body_b: b, sub_a: sa, sub_b: sb }, v));
+        }
+        if self.dt.is_finite() {
+            let mut v = [0.0; HISTORY_LEN];
+            v[0] = self.dt;
+            out.push((ContactKey { body_a: DT_RECORD, body_b: DT_RECORD, sub_a: 0, sub_b: 0 }, v));
+        }
+        out
+    }
+
+    /// Records land on any rank; `sync_accelerations` fetches them by id
+    /// at the first step, as after a migration.
+    fn restore_state(&mut self, comm: &Comm, records: crate::io::ContactHistory) {
+        let mut dt = f64::NEG_INFINITY;
+        for (k, v) in records {
+            if k.body_a == DT_RECORD && k.body_b == DT_RECORD {
+                dt = v[0];
+            } else if k.body_b == BODY_RECORD {
+                self.accel.insert(k.body_a, (Vector3::new(v[0], v[1], v[2]), Vector3::new(v[3], v[4], v[5])));
+            } else {
+                self.history.insert(
+                    (k.body_a, k.body_b, k.sub_a, k.sub_b),
+                    Tangential {
+                        gt: Vector3::new(v[0], v[1], v[2]),
+                        normal: Vector3::new(v[3], v[4], v[5]),
+                        sliding: v[6] != 0.0,
+                    },
+                );
+            }
+        }
+        let dt = parallel::max_f64(comm, dt);
+        if dt.is_finite() {
+            self.dt = dt;
+        }
+    }
+
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError> {
         let d = &ctx.scene.dem;
         if !self.options_set {

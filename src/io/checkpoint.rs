@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Number of history values kept per contact (e.g. tangential gap xyz + a force).
-pub const HISTORY_LEN: usize = 4;
+pub const HISTORY_LEN: usize = 8;
 
 /// Identifies a contact across steps: the two bodies and their sub-regions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
