@@ -179,3 +179,34 @@ fn falling_block_d_tilted_keeps_energy_and_rotates() {
     assert!(err < 0.01, "energy drift {err:e}");
     assert!(wmax > 0.1, "the tilted block should spin after its first impact: |ω| = {wmax:e}");
 }
+
+// ---------------------------------------------------------------- §3.2
+
+/// Ground reaction (z) from summary.json: the wall's id is 2^63 + index.
+fn ground_reaction(out: &Path) -> f64 {
+    let s = summary(out);
+    let r = s["reactions"].as_array().unwrap().iter().find(|r| r["body"].as_u64().unwrap() == WALL).expect("no ground reaction");
+    -r["force"][2].as_f64().unwrap()
+}
+
+#[test]
+fn one_block_at_rest_on_the_ground_carries_its_weight() {
+    // The pile's building block: one cube face down 1 cm above the ground,
+    // damped, at rest after 1.5 s; four vertex contacts carry m g.
+    let sets = ["simulation.t_end=1.5", "dem.damping=1.0", "body[0].orientation=[1.0, 0.0, 0.0, 0.0]", "body[0].position=[0.0, 0.0, 0.51]"];
+    let (_tmp, out, _) = run(1, "falling-block.toml", &sets.map(String::from));
+    let r = ground_reaction(&out);
+    let w = CUBE_M * G;
+    eprintln!("one block: reaction {r} weight {w} rel {:e}", (r - w) / w);
+    assert!(((r - w) / w).abs() < 1e-6, "ground reaction {r} vs weight {w}");
+}
+
+#[test]
+#[ignore = "known problem: block–block contacts chatter, the pile does not come to rest (see configs/pile-of-blocks.toml)"]
+fn pile_of_ten_blocks_at_rest_ground_reaction_equals_weight() {
+    let (_tmp, out, _) = run(1, "pile-of-blocks.toml", &["simulation.t_end=5.0".to_string()]);
+    let r = ground_reaction(&out);
+    let w = 10.0 * CUBE_M * G;
+    eprintln!("pile: reaction {r} weight {w} rel {:e}", (r - w) / w);
+    assert!(((r - w) / w).abs() < 1e-6, "ground reaction {r} vs total weight {w}");
+}
