@@ -10,20 +10,13 @@ const WALL: u64 = 1 << 63;
 
 #[derive(Debug, Clone)]
 struct Contact {
-    a: u64,
-    b: u64,
-    point: [f64; 3],
     force_normal: f64,
-    /// Force on body b, normal part along `normal` (from a to b).
-    normal: [f64; 3],
-    force_tangent: [f64; 3],
 }
 
 #[derive(Debug, Clone)]
 struct Frame {
     t: f64,
     pos: Vec<[f64; 3]>,
-    quat: Vec<[f64; 4]>,
     vel: Vec<[f64; 3]>,
     omega: Vec<[f64; 3]>,
     contacts: Vec<Contact>,
@@ -43,17 +36,11 @@ fn frames(dir: &Path) -> Vec<Frame> {
         let g = fr.group(&name).unwrap();
         let b = g.group("bodies").unwrap();
         let c = g.group("contacts").unwrap();
-        let ids = |n: &str| c.dataset(n).unwrap().read_raw::<u64>().unwrap();
-        let (ca, cb) = (ids("body_a"), ids("body_b"));
         let fnorm = c.dataset("force_normal").unwrap().read_raw::<f64>().unwrap();
-        let (pt, nr, ft) = (rows::<3>(&c, "point"), rows::<3>(&c, "normal"), rows::<3>(&c, "force_tangent"));
-        let contacts = (0..ca.len())
-            .map(|i| Contact { a: ca[i], b: cb[i], point: pt[i], force_normal: fnorm[i], normal: nr[i], force_tangent: ft[i] })
-            .collect();
+        let contacts = fnorm.iter().map(|&f| Contact { force_normal: f }).collect();
         out.push(Frame {
             t: g.attr("time").unwrap().read_scalar().unwrap(),
             pos: rows::<3>(&b, "position"),
-            quat: rows::<4>(&b, "orientation"),
             vel: rows::<3>(&b, "velocity"),
             omega: rows::<3>(&b, "angular_velocity"),
             contacts,
