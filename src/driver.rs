@@ -231,6 +231,11 @@ impl<'a> Sim<'a> {
     pub fn detect(&mut self) {
         let (b, n, s, w, p) = (&self.bodies, self.layout.n_owned, &self.shapes, &self.scene.walls, &self.params);
         let (verlet, out) = (&mut self.verlet, &mut self.contacts);
+        // The Verlet build is the broad phase; detect() then only runs the
+        // narrow phase on the stored pairs.
+        if verlet.is_stale(b, w.len(), p) {
+            self.timers.time("broad_phase", || verlet.build(b, s, w, p));
+        }
         self.timers.time("narrow_phase", || contact::detect(b, n, s, w, p, verlet, out));
     }
 
