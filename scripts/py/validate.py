@@ -144,6 +144,25 @@ every = 1000000
     return t
 
 
+def dem_state(out):
+    """(largest approach δ/r, kinetic energy) of the DEM's last frame."""
+    try:
+        import h5py
+        with h5py.File(os.path.join(out, "frames.h5")) as f:
+            g = f["frames"]
+            gap = g[sorted(g, key=int)[-1]]["contacts/gap"][:]
+        d = (GBAR - gap.min()) / R
+    except Exception:  # noqa: BLE001
+        d = float("nan")
+    ke = float("nan")
+    with open(os.path.join(out, "log.txt")) as fh:
+        for line in fh:
+            w = line.split()
+            if len(w) > 5 and w[0].isdigit():
+                ke = float(w[5])
+    return d, ke
+
+
 def floor_vector(react, n):
     return np.concatenate([react.get(i, np.zeros(3)) for i in range(n * n)])
 
@@ -176,6 +195,7 @@ def pyramid(ctx, n, rel):
             rows.append((label, None, None, None, paper, "dem failed: " + ref["error"], walls))
             continue
         fref = floor_vector(ref["reactions"], n)
+        dmax, ke = dem_state(ref["out"])
         errs = {}
         for key, solver, method, order in [("apgd", "cd", "apgd", "forward"), ("pgs", "cd", "pgs", "forward"),
                                            ("compat", "compatible-cd", "apgd", "forward")]:
@@ -183,7 +203,7 @@ def pyramid(ctx, n, rel):
             walls[key] = r["wall"]
             errs[key] = np.linalg.norm(floor_vector(r["reactions"], n) - fref) / np.linalg.norm(fref) if r["ok"] else float("nan")
         print(f"pyramid n={n} {label}: {errs} walls {walls}", flush=True)
-        rows.append((label, errs["apgd"], errs["pgs"], errs["compat"], paper, f"ε₁ = {e1:.3g}", walls))
+        rows.append((label, errs["apgd"], errs["pgs"], errs["compat"], paper, f"ε₁ = {e1:.3g}, δ_max/r = {dmax:.2g}, KE_end = {ke:.1e} J", walls))
     return rows
 
 
