@@ -207,6 +207,29 @@ def pyramid(ctx, n, rel):
     return rows
 
 
+def figures(ctx, n):
+    """Floor-pressure maps and force histograms (scripts/plot) of the Hookean
+    pyramid of size n, copied to validation/ next to the report."""
+    import shutil
+    dest = os.path.join(os.path.dirname(os.path.abspath(ctx.report)), "validation")
+    os.makedirs(dest, exist_ok=True)
+    links = []
+    for key in ["dem", "apgd", "pgs", "compat"]:
+        out = os.path.join(ctx.work, f"pyr{n}-hooke-{key}")
+        if not os.path.exists(os.path.join(out, "frames.h5")):
+            continue
+        tmp = os.path.join(out, "plots")
+        rc = subprocess.call([sys.executable, os.path.join(ROOT, "scripts/py/plot.py"), out, "--out", tmp],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if rc != 0:
+            continue
+        for kind in ["floor-pressure", "force-histogram"]:
+            name = f"pyr{n}-hooke-{key}-{kind}.png"
+            shutil.copy(os.path.join(tmp, kind + ".png"), os.path.join(dest, name))
+            links.append((key, kind, "validation/" + name))
+    return links
+
+
 def dem_examples(ctx):
     lines = []
     for name in ["falling-block", "pile-of-blocks", "sliding-block", "tetrapod-twist"]:
@@ -237,12 +260,13 @@ def main(argv):
     t0 = time.time()
     beams = beam(ctx)
     pyr = {n: pyramid(ctx, n, a.rel) for n in a.n}
+    figs = figures(ctx, max(a.n))
     dem = dem_examples(ctx)
     total = time.time() - t0
-    write_report(a, beams, pyr, dem, total)
+    write_report(a, beams, pyr, dem, total, figs)
 
 
-def write_report(a, beams, pyr, dem, total):
+def write_report(a, beams, pyr, dem, total, figs=()):
     cpu = "?"
     try:
         with open("/proc/cpuinfo") as fh:
@@ -271,6 +295,12 @@ def write_report(a, beams, pyr, dem, total):
         for label, ea, ep, ec, paper, note, walls in rows:
             w = ", ".join(f"{k} {v:.1f}" for k, v in walls.items())
             L.append(f"| {label} | {fmt(ea)} | {fmt(ep)} | {fmt(ec)} | {paper[0]} / {paper[1]} / {paper[2]:g} | {note} | {w} |")
+        L.append("")
+    if figs:
+        L += [f"### Figures (Hookean, n = {max(a.n)}; scripts/plot; compatible-cd's floor map uses its compatible reactions, "
+              "its histogram the CD forces of frames' force_normal)", ""]
+        for key, kind, path in figs:
+            L.append(f"- {key} {kind}: ![{key} {kind}]({path})")
         L.append("")
     L += ["## DEM examples (gay-neto-wriggers §3.1–3.4)", ""] + dem + [""]
     with open(a.report, "w") as fh:
