@@ -135,7 +135,7 @@ dir = "unused"
 every = 1000000
 """
     if solver == "compatible-cd":
-        t += f'\n[compatibility]\nlaw = "{law}"\nevery = 1\n'
+        t += f'\n[compatibility]\nlaw = "{law}"\nevery = 1000\n'  # one solve, at the last (output) step
     if solver == "dem":
         n1 = 1.5 if law == "hertz" else 1.0
         t += f"\n[dem]\ngbar = {GBAR!r}\nf = 0.5\nn1 = {n1}\neps1 = {eps1!r}\ndamping = 1.0\nbeta = 0.36\ngamma = 0.7\n"
