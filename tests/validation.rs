@@ -159,3 +159,34 @@ fn pyramid_floor_reactions_compatible_cd_matches_stiff_dem_apgd_and_pgs_do_not()
         assert!(e >= 1e-2, "{method} floor reactions within {e:e} of the DEM: the test cannot tell");
     }
 }
+
+/// Two species (Table 1, third row): even ids soft (E₀), odd ids stiff
+/// (5 E₀); compatible-cd's k̃ from the series moduli, the DEM with
+/// `[dem] pair_stiffness` scaling ε₁ by the same k̃ (5× ε₁: the soft–soft
+/// contacts have k̃ = 1/5).
+#[test]
+fn two_species_pyramid_compatible_cd_matches_dem_with_pair_stiffness() {
+    let dir = tempfile::tempdir().unwrap();
+    let species = |t: String| {
+        t.replace(
+            "[[material]]\nname = \"grain\"\n",
+            "[[material]]\nname = \"soft\"\nyoung = 10e9\n",
+        )
+        .replace("[[shape]]", "[[material]]\nname = \"stiff\"\nyoung = 50e9\n__DENSITY__\n\n[[shape]]")
+        .replace("fix_base = true\n", "fix_base = true\nmaterial_by_parity = [\"soft\", \"stiff\"]\n")
+    };
+    // The stiff material's density line is the soft one's.
+    let with_density = |t: String| {
+        let d = t.lines().find(|l| l.starts_with("density = ")).unwrap().to_string();
+        t.replace("__DENSITY__", &d)
+    };
+    let dem = with_density(species(pyramid("dem", "apgd", 5.0 * eps1(1e-5))))
+        .replace("damping = 1.0\n", "damping = 1.0\nbeta = 0.36\ngamma = 0.7\npair_stiffness = true\n");
+    let reference = floor(&run(dir.path(), "dem", &dem));
+    let compat = with_density(species(pyramid("compatible-cd", "apgd", 0.0))).replace("every = 1\n", "every = 1000\n");
+    let e = rel_err(&floor(&run(dir.path(), "compat", &compat)), &reference);
+    assert!(e <= 2e-5, "two species: compatible CD vs DEM {e:e} (paper 2.3e-5)");
+    let apgd = with_density(species(pyramid("cd", "apgd", 0.0)));
+    let e_apgd = rel_err(&floor(&run(dir.path(), "apgd", &apgd)), &reference);
+    assert!(e_apgd >= 1e-2, "two species: APGD within {e_apgd:e} of the DEM");
+}
