@@ -287,7 +287,12 @@ def write_report(a, beams, pyr, dem, total, figs=()):
           f"(damping ζ = 1, dissipative Newmark β = 0.36, γ = 0.7 so it settles; n₁ = 1 Hookean, 3/2 Hertzian; ε₁ chosen for a largest approach ≈ {a.rel:g} r). "
           "CD and DEM share the geometry: DEM spheres (r = 1.25 mm) start at surface gap ḡ = 0.01 r (zero force), "
           "CD spheres have radius r + ḡ/2 at the same centres (same mass), so the CD's rigid contact geometry is the "
-          "DEM's zero-force geometry. The paper uses n = 20 (2,870 spheres).", ""]
+          "DEM's zero-force geometry. The paper uses n = 20 (2,870 spheres); the default sizes here are n = 4 and 8: "
+          "a Hookean n = 10 DEM reference (385 spheres, 500 steps) took 127 s on 2 ranks (2026-11-22, with another "
+          "build running), and the 2,870-sphere one is 7.5× the bodies with a larger implicit solve per step, so three "
+          "references would not fit the 30-minute budget on 2 cores (`scripts/validate --n 20` runs it anyway). "
+          "Classic CD (APGD, PGS) rows use the same rigid geometry; CD runs 5 steps of 1 ms from rest "
+          "(everything touching), compatible-cd solves once at the last step.", ""]
     for n, rows in pyr.items():
         L += [f"### n = {n} ({n * (n + 1) * (2 * n + 1) // 6} spheres)", "",
               "| contacts | APGD | PGS | compatible CD | paper APGD / PGS / compat | note | wall [s] |", "|---|---|---|---|---|---|---|"]
