@@ -300,9 +300,10 @@ def write_report(a, beams, pyr, dem, total, figs=()):
           "CD and DEM share the geometry: DEM spheres (r = 1.25 mm) start at surface gap ḡ = 0.01 r (zero force), "
           "CD spheres have radius r + ḡ/2 at the same centres (same mass), so the CD's rigid contact geometry is the "
           "DEM's zero-force geometry. The paper uses n = 20 (2,870 spheres); the default sizes here are n = 4 and 8: "
-          "a Hookean n = 10 DEM reference (385 spheres, 500 steps) took 127 s on 2 ranks (2026-11-22, with another "
-          "build running), and the 2,870-sphere one is 7.5× the bodies with a larger implicit solve per step, so three "
-          "references would not fit the 30-minute budget on 2 cores (`scripts/validate --n 20` runs it anyway). "
+          "the 2,870-sphere Hookean DEM reference (`scripts/validate --n 20`, tried 2026-11-22 on this 2-core machine) "
+          "had reached only step 81 of 500 after 4 minutes, its Δt cut to 1.6e-6 s by 52 rejected steps (Newton failing "
+          "at this stiffness), so three such references do not fit the 30-minute budget; n = 8 (204 spheres) takes "
+          "5–15 s per reference. "
           "Classic CD (APGD, PGS) rows use the same rigid geometry; CD runs 5 steps of 1 ms from rest "
           "(everything touching), compatible-cd solves once at the last step.", ""]
     for n, rows in pyr.items():
