@@ -424,6 +424,7 @@ fn dem_settings(
         newton_max_iterations,
         gap_fraction,
         gap_change,
+        pair_stiffness: d.pair_stiffness.unwrap_or(false),
     })
 }
 

@@ -35,6 +35,9 @@ pub struct ContactElement {
     pub n_start: Vector3<f64>,
     /// m_A m_B / (m_A + m_B) (m_A for a wall or a fixed partner).
     pub m_eff: f64,
+    /// Factor on the normal law (force and its derivatives); 1 unless
+    /// `[dem] pair_stiffness` scales contacts by their materials.
+    pub scale: f64,
 }
 
 /// Gap, its gradient and Hessian with respect to the 12 increments, and
@@ -106,6 +109,7 @@ pub fn contact(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec
     }
     let gdot = (g - el.g_start) / dt;
     let (f, df_dg, df_dgdot) = normal_total(law, zeta, el.m_eff, g, gdot);
+    let (f, df_dg, df_dgdot) = (el.scale * f, el.scale * df_dg, el.scale * df_dgdot);
     let dfd = df_dg + df_dgdot / dt;
     Some(ContactEval {
         force: f,
@@ -199,7 +203,7 @@ mod tests {
             } else {
                 Kinematics::Linear { g0: g_target, n, r_a: random_vec(&mut rng, 0.5), r_b: random_vec(&mut rng, 0.5) }
             };
-            let el = ContactElement { kin, g_start: g_target * 1.1, n_start: n, m_eff: 0.7 };
+            let el = ContactElement { kin, g_start: g_target * 1.1, n_start: n, m_eff: 0.7, scale: 1.0 };
             let mut x = Vec12::zeros();
             for k in 0..12 {
                 x[k] = (rng.uniform() - 0.5) * 1e-3 * law.gbar;
@@ -236,7 +240,7 @@ mod tests {
             let n = random_vec(&mut rng, 1.0).normalize();
             let (r_a, r_b) = (random_vec(&mut rng, 0.5), random_vec(&mut rng, 0.5));
             let g0 = law.gbar * (0.1 + 0.8 * rng.uniform());
-            let el = ContactElement { kin: Kinematics::Linear { g0, n, r_a, r_b }, g_start: g0 * 1.05, n_start: n, m_eff: 0.7 };
+            let el = ContactElement { kin: Kinematics::Linear { g0, n, r_a, r_b }, g_start: g0 * 1.05, n_start: n, m_eff: 0.7, scale: 1.0 };
             let p = Matrix3::identity() - n * n.transpose();
             let te = TangentialElement {
                 law: tl,

@@ -176,7 +176,19 @@ fn elements(ctx: &StepContext, bodies: &Bodies) -> Vec<ContactElement> {
             } else {
                 ma * bodies.mass[ib] / (ma + bodies.mass[ib])
             };
-            ContactElement { kin, g_start: g0, n_start: n0, m_eff }
+            let scale = if ctx.scene.dem.pair_stiffness {
+                let ma = bodies.material[ia];
+                let mb = if wall {
+                    ctx.scene.walls.get((c.b - WALL_ID_BASE) as usize).map_or(ma, |w| w.material)
+                } else {
+                    bodies.material[ib]
+                };
+                let e_max = ctx.scene.materials.iter().filter_map(|m| m.young).fold(0.0f64, f64::max);
+                crate::compat::pair_stiffness(ctx.scene, ma, mb, e_max)
+            } else {
+                1.0
+            };
+            ContactElement { kin, g_start: g0, n_start: n0, m_eff, scale }
         })
         .collect()
 }
