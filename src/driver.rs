@@ -408,6 +408,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
                 message: "non-finite positions or velocities (earlier checkpoints are kept)".into(),
             });
         }
+        sim.timers.reassign("solve", "compatibility", report.compatibility_seconds);
         iterations_per_step.push(report.iterations);
         uniform &= report.dt == dt;
         // Uniform steps keep the exact t0 + n·dt of a fixed-step run.

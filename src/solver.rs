@@ -44,6 +44,9 @@ pub struct StepReport {
     pub iterations: u64,
     /// The time step actually taken (adaptive solvers may shorten it).
     pub dt: f64,
+    /// Seconds of the step spent in the compatibility post-process (timed
+    /// as its own phase, apart from the solve).
+    pub compatibility_seconds: f64,
 }
 
 /// A solver failure; the run writes a last checkpoint and stops.

@@ -37,6 +37,13 @@ impl Timers {
         out
     }
 
+    /// Moves `seconds` measured inside phase `from` to phase `to`.
+    pub fn reassign(&mut self, from: &str, to: &str, seconds: f64) {
+        let k = |name: &str| PHASES.iter().position(|p| *p == name).expect("known phase name");
+        self.seconds[k(from)] -= seconds;
+        self.seconds[k(to)] += seconds;
+    }
+
     /// (phase, seconds) pairs.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
         PHASES.iter().copied().zip(self.seconds.iter().copied())

@@ -83,6 +83,7 @@ impl Solver for CompatibleCdSolver {
             return self.cd.step_with(ctx, bodies, forces, None);
         }
         let stats = &mut self.stats;
+        let before = stats.seconds;
         let mut post = |op: &mut ContactOperator, f: &Vector, b: &Bodies| -> std::result::Result<Vec<f64>, SolverError> {
             let k = relative_stiffness(ctx.scene, b, ctx.contacts);
             let t0 = std::time::Instant::now();
@@ -111,7 +112,8 @@ impl Solver for CompatibleCdSolver {
             );
             Ok(res.f)
         };
-        let report = self.cd.step_with(ctx, bodies, forces, Some(&mut post))?;
+        let mut report = self.cd.step_with(ctx, bodies, forces, Some(&mut post))?;
+        report.compatibility_seconds = self.stats.seconds - before;
         if forces.f_compatible.len() != forces.f_n.len() {
             // No contact anywhere: nothing to solve.
             forces.f_compatible = vec![0.0; forces.f_n.len()];

@@ -557,7 +557,7 @@ impl Solver for DemSolver {
                     let next = if its <= EASY_ITERATIONS { dt * GROWTH } else { dt };
                     let next = if ratio > 0.0 { next.min(dt * 0.9 / ratio) } else { next };
                     self.dt = next.clamp(d.dt_min, d.dt_max);
-                    return Ok(StepReport { iterations, dt });
+                    return Ok(StepReport { iterations, dt, compatibility_seconds: 0.0 });
                 }
                 None => {
                     self.rejected += 1;
