@@ -32,17 +32,10 @@ fn contact_set(file: &Path, frame: &str) -> BTreeMap<(u64, u64), f64> {
 }
 
 fn run(np: usize, dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
-    run_log(np, dir, name, text).0
+    common::run_config(np, dir, name, text).0
 }
 
-/// Runs a config; returns the output dir and rank 0's stdout.
-fn run_log(np: usize, dir: &Path, name: &str, text: &str) -> (std::path::PathBuf, String) {
-    let out = dir.join(format!("out-{name}-{np}"));
-    let cfg = dir.join(format!("{name}-{np}.toml"));
-    std::fs::write(&cfg, text.replace("OUTDIR", &out.display().to_string())).unwrap();
-    let log = common::mpirun_ok(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
-    (out, log)
-}
+use common::run_config as run_log;
 
 const PACK: &str = r#"
 [simulation]

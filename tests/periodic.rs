@@ -4,11 +4,7 @@ mod common;
 use std::path::Path;
 
 fn run(np: usize, dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
-    let out = dir.join(format!("out-{name}-{np}"));
-    let cfg = dir.join(format!("{name}-{np}.toml"));
-    std::fs::write(&cfg, text.replace("OUTDIR", &out.display().to_string())).unwrap();
-    common::mpirun_ok(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
-    out
+    common::run_config(np, dir, name, text).0
 }
 
 fn read<T: hdf5::H5Type>(f: &hdf5::File, path: &str) -> Vec<T> {

@@ -64,3 +64,14 @@ pub fn mpirun_ok(np: usize, exe: &Path, args: &[&str]) -> String {
     );
     stdout
 }
+
+/// Writes `text` (with `OUTDIR` replaced by `dir/out-NAME-NP`) to
+/// `dir/NAME-NP.toml` and runs it on `np` ranks; returns the output dir and
+/// rank 0's stdout.
+pub fn run_config(np: usize, dir: &Path, name: &str, text: &str) -> (PathBuf, String) {
+    let out = dir.join(format!("out-{name}-{np}"));
+    let cfg = dir.join(format!("{name}-{np}.toml"));
+    std::fs::write(&cfg, text.replace("OUTDIR", &out.display().to_string())).unwrap();
+    let log = mpirun_ok(np, &stiffgrain(), &["run", cfg.to_str().unwrap()]);
+    (out, log)
+}
