@@ -72,11 +72,47 @@ pub struct Summary {
     pub kinetic_energy: f64,
     pub solver_iterations_total: u64,
     pub solver_iterations_per_step: Vec<u64>,
+    /// Linear (KSP) iterations over the run (implicit DEM).
+    pub linear_iterations_total: u64,
+    /// Step attempts rejected and redone shorter (implicit DEM).
+    pub rejected_steps: u64,
+    /// Time steps taken: [min, mean, max].
+    pub dt_taken: [f64; 3],
     pub wall_time: f64,
     /// Seconds per phase: [min, mean, max] over ranks.
     pub phases: BTreeMap<String, [f64; 3]>,
     /// Total contact force on every fixed body and wall at the end.
     pub reactions: Vec<Reaction>,
+}
+
+/// What the steps of a run reported, for summary.json.
+#[derive(Debug, Default)]
+struct StepTally {
+    iterations_per_step: Vec<u64>,
+    linear_iterations: u64,
+    rejected: u64,
+    dt_min: f64,
+    dt_max: f64,
+    dt_sum: f64,
+}
+
+impl StepTally {
+    fn add(&mut self, r: &crate::solver::StepReport) {
+        if self.iterations_per_step.is_empty() {
+            (self.dt_min, self.dt_max) = (r.dt, r.dt);
+        }
+        self.iterations_per_step.push(r.iterations);
+        self.linear_iterations += r.linear_iterations;
+        self.rejected += r.rejected;
+        self.dt_min = self.dt_min.min(r.dt);
+        self.dt_max = self.dt_max.max(r.dt);
+        self.dt_sum += r.dt;
+    }
+
+    fn dt_taken(&self) -> [f64; 3] {
+        let n = self.iterations_per_step.len().max(1) as f64;
+        [self.dt_min, self.dt_sum / n, self.dt_max]
+    }
 }
 
 /// Contact force on a fixed body or a wall (walls: id = 2^63 + index).
@@ -350,7 +386,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         frames.write_frame(0, 0.0, dt, &sim.bodies, sim.n_owned(), &sim.contact_records())?;
     }
     log::info!("{}", Thermo::HEADER);
-    let mut iterations_per_step = Vec::new();
+    let mut tally = StepTally::default();
     // Adaptive solvers may take shorter steps (report.dt): time advances by
     // the step taken, and the run ends at the time `steps` full steps reach.
     let t_final = t0_sim + (steps - first_step) as f64 * dt;
@@ -409,7 +445,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             });
         }
         sim.timers.reassign("solve", "compatibility", report.compatibility_seconds);
-        iterations_per_step.push(report.iterations);
+        tally.add(&report);
         uniform &= report.dt == dt;
         // Uniform steps keep the exact t0 + n·dt of a fixed-step run.
         time = if uniform { t0_sim + (step - first_step) as f64 * dt } else { time + report.dt };
@@ -431,7 +467,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
                     path.display()
                 );
             }
-            return finish(comm, scene, &sim, first_step, step, time, n_global, iterations_per_step, wall0);
+            return finish(comm, scene, &sim, first_step, step, time, n_global, tally, wall0);
         }
         if last || step % scene.output.thermo_every == 0 {
             let ke = parallel::sum_f64(comm, sim.bodies.kinetic_energy(sim.n_owned()));
@@ -441,7 +477,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             thermo.line(step, time, step_dt, n_global, n_contacts, ke, report.iterations, wall, eta)?;
         }
     }
-    finish(comm, scene, &sim, first_step, step, time, n_global, iterations_per_step, wall0)
+    finish(comm, scene, &sim, first_step, step, time, n_global, tally, wall0)
 }
 
 /// Ends a run after `last_step`: reduces the timers over ranks, gathers the
@@ -455,7 +491,7 @@ fn finish(
     last_step: u64,
     time: f64,
     n_global: u64,
-    iterations_per_step: Vec<u64>,
+    tally: StepTally,
     wall0: Instant,
 ) -> Result<Summary, RunError> {
     let (rank, ranks) = (comm.rank() as usize, comm.size() as usize);
@@ -482,8 +518,11 @@ fn finish(
         rebuilds: sim.rebuilds,
         rebalances: sim.rebalances,
         kinetic_energy: ke,
-        solver_iterations_total: iterations_per_step.iter().sum(),
-        solver_iterations_per_step: iterations_per_step,
+        solver_iterations_total: tally.iterations_per_step.iter().sum(),
+        linear_iterations_total: tally.linear_iterations,
+        rejected_steps: tally.rejected,
+        dt_taken: tally.dt_taken(),
+        solver_iterations_per_step: tally.iterations_per_step,
         wall_time,
         phases,
         reactions,
@@ -494,6 +533,15 @@ fn finish(
         log::info!("{:<16} {:>10} {:>10} {:>10}   (seconds over {ranks} rank(s))", "phase", "min", "mean", "max");
         for (name, [min, mean, max]) in &summary.phases {
             log::info!("{name:<16} {min:>10.3} {mean:>10.3} {max:>10.3}");
+        }
+        if summary.linear_iterations_total > 0 || summary.rejected_steps > 0 {
+            let [lo, mean, hi] = summary.dt_taken;
+            log::info!(
+                "newton: {} iterations, ksp: {} iterations, {} rejected attempts; dt taken min {lo:e} mean {mean:e} max {hi:e}",
+                summary.solver_iterations_total,
+                summary.linear_iterations_total,
+                summary.rejected_steps
+            );
         }
         log::info!(
             "done: steps {}..{last_step} in {wall_time:.2} s ({} neighbour rebuilds); wrote {}",

@@ -38,7 +38,7 @@ pub struct ContactForces {
 }
 
 /// What a step reports for the thermo line and summary.json.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct StepReport {
     /// Solver iterations (APGD/PGS sweeps, or Newton iterations).
     pub iterations: u64,
@@ -47,6 +47,10 @@ pub struct StepReport {
     /// Seconds of the step spent in the compatibility post-process (timed
     /// as its own phase, apart from the solve).
     pub compatibility_seconds: f64,
+    /// Linear (KSP) iterations of the step (implicit DEM; 0 otherwise).
+    pub linear_iterations: u64,
+    /// Attempts of this step that were rejected and redone with a shorter Δt.
+    pub rejected: u64,
 }
 
 /// A solver failure; the run writes a last checkpoint and stops.

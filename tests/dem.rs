@@ -227,7 +227,15 @@ fn same_trajectory_on_one_two_three_ranks() {
         let out = tmp.path().join("out");
         run(np, &crowd(&out), tmp.path(), &[]);
         let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-        assert!(s["steps"].as_u64().unwrap() >= 100);
+        let steps = s["steps"].as_u64().unwrap();
+        assert!(steps >= 100);
+        // Δt statistics add up: mean Δt × steps is the simulated time, and
+        // every Newton iteration made at least one KSP iteration.
+        let dt: Vec<f64> = s["dt_taken"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        assert!(dt[0] <= dt[1] && dt[1] <= dt[2] && dt[2] <= 5e-4 * (1.0 + 1e-12), "{dt:?}");
+        assert!((dt[1] * steps as f64 - 0.05).abs() < 1e-9, "mean dt {} x {steps} steps != t_end", dt[1]);
+        assert!(s["linear_iterations_total"].as_u64().unwrap() >= s["solver_iterations_total"].as_u64().unwrap());
+        assert!(s["rejected_steps"].is_u64());
         results.push(final_state(&out.join("frames.h5")));
         dirs.push(tmp);
     }

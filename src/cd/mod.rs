@@ -232,7 +232,7 @@ impl CdSolver {
         forces.f_n = f_local;
         forces.f_t = vec![Vector3::zeros(); nc];
         forces.f_compatible = compatible;
-        Ok(StepReport { iterations, dt, compatibility_seconds: 0.0 })
+        Ok(StepReport { iterations, dt, ..Default::default() })
     }
 }
 

@@ -457,6 +457,7 @@ impl Solver for DemSolver {
         let tangentials = self.tangential_elements(ctx, bodies, &elements);
         let mut dt = self.dt.min(d.dt_max).min(ctx.dt);
         let mut iterations = 0u64;
+        let (mut linear, rejected_before) = (0u64, self.rejected);
         loop {
             let nm = Newmark::new(d.beta, d.gamma, dt);
             let states: Vec<RigidState> = (0..n)
@@ -488,8 +489,9 @@ impl Solver for DemSolver {
                 floor: std::cell::Cell::new(0.0),
                 tangential: tangentials.clone(),
             };
-            let (ok, its, x) = solve(&prob, d)?;
+            let (ok, its, lits, x) = solve(&prob, d)?;
             iterations += its as u64;
+            linear += lits;
             let x = if ok { Some(x) } else { None };
             // Penetration test (§2.4.7): every gap positive, no normal flipped.
             let accepted = match &x {
@@ -557,7 +559,13 @@ impl Solver for DemSolver {
                     let next = if its <= EASY_ITERATIONS { dt * GROWTH } else { dt };
                     let next = if ratio > 0.0 { next.min(dt * 0.9 / ratio) } else { next };
                     self.dt = next.clamp(d.dt_min, d.dt_max);
-                    return Ok(StepReport { iterations, dt, compatibility_seconds: 0.0 });
+                    return Ok(StepReport {
+                        iterations,
+                        dt,
+                        linear_iterations: linear,
+                        rejected: self.rejected - rejected_before,
+                        ..Default::default()
+                    });
                 }
                 None => {
                     self.rejected += 1;
@@ -633,8 +641,9 @@ impl DemSolver {
     }
 }
 
-/// One Newton solve by SNES; returns (converged, iterations, solution).
-fn solve(prob: &Problem, d: &crate::scene::DemSettings) -> Result<(bool, i64, Vector), SolverError> {
+/// One Newton solve by SNES; returns (converged, Newton iterations, KSP
+/// iterations, solution).
+fn solve(prob: &Problem, d: &crate::scene::DemSettings) -> Result<(bool, i64, u64, Vector), SolverError> {
     let comm = prob.ctx.comm;
     let n = prob.n_owned();
     let nb = n as PetscInt;
@@ -684,6 +693,7 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings) -> Result<(bool, i64, Ve
     snes.set_from_options()?;
     let result = snes.solve(None, &mut x);
     let its = snes.iteration_number().unwrap_or(0) as i64;
+    let lits = snes.linear_iterations().unwrap_or(0).max(0) as u64;
     let ok = match result {
         Ok(()) => snes.converged_reason()?.converged(),
         Err(e) => {
@@ -698,5 +708,5 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings) -> Result<(bool, i64, Ve
     }
     drop(snes);
     let _ = comm.rank();
-    Ok((ok, its, x))
+    Ok((ok, its, lits, x))
 }
