@@ -64,6 +64,10 @@ pub struct Summary {
     pub steps: u64,
     pub time: f64,
     pub contacts: u64,
+    /// DEM: night-owl contacts found by the search at the end of a step
+    /// (§2.6.3), and the steps redone for them.
+    pub night_owls: u64,
+    pub night_owl_redos: u64,
     /// Candidate pairs in the Verlet lists at the end (all ranks).
     pub candidate_pairs: u64,
     /// Neighbour-list rebuilds (migrate + ghosts + Verlet) and RCB rebalances.
@@ -77,10 +81,6 @@ pub struct Summary {
     pub phases: BTreeMap<String, [f64; 3]>,
     /// Total contact force on every fixed body and wall at the end.
     pub reactions: Vec<Reaction>,
-    /// DEM: night-owl contacts found by the search at the end of a step
-    /// (§2.6.3), and the steps redone for them.
-    pub night_owls: u64,
-    pub night_owl_redos: u64,
 }
 
 /// Contact force on a fixed body or a wall (walls: id = 2^63 + index).
@@ -524,7 +524,8 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         });
         let mut redos = 0;
         let mut distance = scene.contact.distance;
-        let mut iterations = 0;
+        // Newton iterations of the attempts redone, counted with the step's.
+        let mut earlier = 0;
         let report = loop {
             let report = {
                 let ctx = StepContext {
@@ -541,7 +542,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
                 let (bodies, forces) = (&mut sim.bodies, &mut sim.forces);
                 sim.timers.time("solve", || solver.step(&ctx, bodies, forces))
             };
-            let report = match report {
+            let mut report = match report {
                 Ok(r) => r,
                 Err(e) => {
                     // The solver leaves the bodies at the start of the step: keep them.
@@ -568,7 +569,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
                     message: "non-finite positions or velocities (earlier checkpoints are kept)".into(),
                 });
             }
-            iterations += report.iterations;
+            report.iterations += earlier;
             let Some((start_bodies, start_state)) = &start else { break report };
             let moved = sim.largest_displacement(start_bodies);
             let owls = sim.search_after_step(start_bodies, scene.dem.gbar);
@@ -589,6 +590,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             let reach = 2.0 * parallel::max_f64(comm, moved);
             distance = distance.max(scene.contact.distance + 1.01 * reach);
             redos += 1;
+            earlier = report.iterations;
             sim.night_owl_redos += 1;
             if rank == 0 {
                 log::info!("step {step}: night-owl contact(s) {names}: redoing the step with contact distance {distance:.4e}");
@@ -597,7 +599,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             sim.roll_back(start_bodies, distance);
         };
         sim.timers.reassign("solve", "compatibility", report.compatibility_seconds);
-        iterations_per_step.push(iterations);
+        iterations_per_step.push(report.iterations);
         uniform &= report.dt == dt;
         // Uniform steps keep the exact t0 + n·dt of a fixed-step run.
         time = if uniform { t0_sim + (step - first_step) as f64 * dt } else { time + report.dt };
@@ -626,7 +628,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             let n_contacts = parallel::sum_u64(comm, sim.contacts.len() as u64);
             let wall = wall0.elapsed().as_secs_f64();
             let eta = wall / (time - t0_sim) * (t_final - time);
-            thermo.line(step, time, step_dt, n_global, n_contacts, ke, iterations, wall, eta)?;
+            thermo.line(step, time, step_dt, n_global, n_contacts, ke, report.iterations, wall, eta)?;
         }
     }
     finish(comm, scene, &sim, first_step, step, time, n_global, iterations_per_step, wall0)
@@ -666,6 +668,8 @@ fn finish(
         steps: last_step,
         time,
         contacts: parallel::sum_u64(comm, sim.contacts.len() as u64),
+        night_owls: sim.night_owls,
+        night_owl_redos: sim.night_owl_redos,
         candidate_pairs: parallel::sum_u64(comm, sim.candidate_pairs() as u64),
         rebuilds: sim.rebuilds,
         rebalances: sim.rebalances,
@@ -675,8 +679,6 @@ fn finish(
         wall_time,
         phases,
         reactions,
-        night_owls: sim.night_owls,
-        night_owl_redos: sim.night_owl_redos,
     };
     if rank == 0 {
         write_json_atomically(&out_dir.join("summary.json"), &summary)

@@ -154,6 +154,7 @@ fn fast_sphere_rebounds_from_a_wall_it_would_have_entered() {
         last.push(f);
     }
     let d = max_difference(&last[0], &last[1]);
+    eprintln!("1 and 2 ranks differ by {d:e}");
     assert!(d < 1e-9, "1 and 2 ranks differ by {d:e}");
 }
 
@@ -171,6 +172,7 @@ fn fast_spheres_collide_head_on_across_the_rank_boundary() {
         last.push(f);
     }
     let d = max_difference(&last[0], &last[1]);
+    eprintln!("1 and 2 ranks differ by {d:e}");
     assert!(d < 1e-9, "1 and 2 ranks differ by {d:e}");
 }
 
@@ -195,6 +197,7 @@ fn night_owl_found_after_its_body_changed_rank() {
         last.push(f);
     }
     let d = max_difference(&last[0], &last[1]);
+    eprintln!("1 and 2 ranks differ by {d:e}");
     assert!(d < 1e-9, "1 and 2 ranks differ by {d:e}");
 }
 
