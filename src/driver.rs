@@ -1,8 +1,8 @@
 //! The time loop (DESIGN.md "One time step"): neighbours (migrate, ghosts),
 //! contacts, solver, output — each stage called in order with its inputs,
 //! timed per phase; frames, checkpoints, thermo lines and the summary.
-use crate::body::Bodies;
-use crate::contact::{self, ContactShapes, Contacts, DetectParams, VerletList, WALL_ID_BASE};
+use crate::body::{Bodies, Shape};
+use crate::contact::{self, ContactShapes, Contacts, DetectParams, VerletList, WALL_ID_BASE, WALL_INDEX};
 use crate::io::{self, CheckpointExtra, ContactRecord, ContactRecords, FrameWriter, IoError};
 use crate::parallel::domain::Domain;
 use crate::parallel::exchange::{self, Layout};
@@ -14,7 +14,7 @@ use crate::solver::{ContactForces, Solver, StepContext};
 use crate::timers::Timers;
 use mpi::traits::*;
 use nalgebra::Vector3;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -64,6 +64,10 @@ pub struct Summary {
     pub steps: u64,
     pub time: f64,
     pub contacts: u64,
+    /// DEM: night-owl contacts found by the search at the end of a step
+    /// (§2.6.3), and the steps redone for them.
+    pub night_owls: u64,
+    pub night_owl_redos: u64,
     /// Candidate pairs in the Verlet lists at the end (all ranks).
     pub candidate_pairs: u64,
     /// Neighbour-list rebuilds (migrate + ghosts + Verlet) and RCB rebalances.
@@ -169,7 +173,20 @@ pub struct Sim<'a> {
     pub rebuilds: u64,
     /// RCB rebalances so far.
     pub rebalances: u64,
+    /// Per contact of `contacts`: (a fixed, b fixed or a wall), taken at
+    /// detection — the search at the end of a DEM step may migrate bodies
+    /// and leave the step's local indices stale before the reactions.
+    contact_fixed: Vec<(bool, bool)>,
+    /// DEM: the search at the end of the last step, for the next step.
+    next: Option<(Contacts, Vec<(bool, bool)>)>,
+    /// DEM: night-owl contacts found and steps redone for them so far.
+    pub night_owls: u64,
+    pub night_owl_redos: u64,
 }
+
+/// A DEM step is redone at most this many times for night-owl contacts,
+/// then accepted with a warning.
+const MAX_NIGHT_OWL_REDOS: u32 = 3;
 
 impl<'a> Sim<'a> {
     /// Distributes `bodies` (any subset per rank, e.g. the whole scene on
@@ -198,6 +215,10 @@ impl<'a> Sim<'a> {
             timers: Timers::default(),
             rebuilds: 0,
             rebalances: 0,
+            contact_fixed: Vec::new(),
+            next: None,
+            night_owls: 0,
+            night_owl_redos: 0,
         };
         sim.layout.n_owned = n;
         sim.neighbours(true);
@@ -273,6 +294,132 @@ impl<'a> Sim<'a> {
             self.timers.time("broad_phase", || verlet.build(b, s, w, p));
         }
         self.timers.time("narrow_phase", || contact::detect(b, n, s, w, p, verlet, out));
+        let c = &self.contacts;
+        self.contact_fixed.clear();
+        self.contact_fixed
+            .extend(c.ia.iter().zip(&c.ib).map(|(&ia, &ib)| (b.fixed[ia], ib == WALL_INDEX || b.fixed[ib])));
+    }
+
+    /// Takes the contacts found by the search at the end of the last step
+    /// (DEM); false when there is none (then detect).
+    fn take_next(&mut self) -> bool {
+        match self.next.take() {
+            Some((c, f)) => {
+                self.contacts = c;
+                self.contact_fixed = f;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The largest distance a surface point of an owned body moved since
+    /// `start` (the owned bodies, same order): |Δx| plus, for a mesh, the
+    /// bounding radius times the rotation angle. A gap changes by at most
+    /// the sum of its two bodies' values.
+    fn largest_displacement(&self, start: &Bodies) -> f64 {
+        let (b, n) = (&self.bodies, self.layout.n_owned);
+        assert_eq!(n, start.len(), "the owned bodies changed within the step");
+        (0..n)
+            .map(|i| {
+                let turn = match self.shapes.shape(b.shape[i]) {
+                    Shape::Sphere { .. } => 0.0,
+                    Shape::Mesh(_) => {
+                        self.shapes.bounding_radius(b.shape[i]) * (b.orientation[i] * start.orientation[i].inverse()).angle()
+                    }
+                };
+                (b.position[i] - start.position[i]).norm() + turn
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// The global search at the end of a DEM step (§2.6.3), which the next
+    /// step reuses (`next`): neighbours and contacts at the new
+    /// configuration. The step's contacts and forces stay in `contacts` and
+    /// `forces` (frames, reactions). Returns this rank's night owls (a, b,
+    /// gap): active contacts (gap < ḡ_n) whose pair had no contact in the
+    /// step's list. Collective. `start`: the owned bodies at the step's start.
+    fn search_after_step(&mut self, start: &Bodies, gbar: f64) -> Vec<(u64, u64, f64)> {
+        let rebuilds = self.rebuilds;
+        let step_list = std::mem::take(&mut self.contacts);
+        let step_fixed = std::mem::take(&mut self.contact_fixed);
+        self.neighbours(false);
+        self.detect();
+        let new_list = std::mem::replace(&mut self.contacts, step_list);
+        let new_fixed = std::mem::replace(&mut self.contact_fixed, step_fixed);
+        // A contact lives on the owner of its body a. Without a migration
+        // the step's list here holds every pair of the new list's a; a body
+        // that arrived by migration had its step contacts on its old rank:
+        // those pairs are asked of every rank (agreed: rebuilds is global).
+        let migrated = self.rebuilds != rebuilds;
+        let active: Vec<usize> = (0..new_list.len()).filter(|&k| new_list.gap[k] < gbar).collect();
+        let mut owls = Vec::new();
+        if !active.is_empty() || migrated {
+            let listed: HashSet<(u64, u64)> = self.contacts.a.iter().copied().zip(self.contacts.b.iter().copied()).collect();
+            let mut ask = Vec::new();
+            let mut arrived: Option<HashSet<u64>> = None;
+            for k in active {
+                let (a, b, gap) = (new_list.a[k], new_list.b[k], new_list.gap[k]);
+                if listed.contains(&(a, b)) {
+                    continue;
+                }
+                let arrival = migrated && {
+                    let arrived = arrived.get_or_insert_with(|| {
+                        let here: HashSet<u64> = start.id.iter().copied().collect();
+                        (0..self.layout.n_owned).map(|i| self.bodies.id[i]).filter(|id| !here.contains(id)).collect()
+                    });
+                    arrived.contains(&a)
+                };
+                if arrival {
+                    ask.push((a, b, gap));
+                } else {
+                    owls.push((a, b, gap));
+                }
+            }
+            if migrated {
+                if !ask.is_empty() {
+                    log::debug!("night-owl search: asking the other ranks about {} pair(s) of arrived bodies", ask.len());
+                }
+                let (me, size) = (self.comm.rank() as u64, self.comm.size() as usize);
+                let mut q = FlatRecords::new(2, 0);
+                let mut dest = Vec::new();
+                for &(a, b, _) in &ask {
+                    for r in (0..size).filter(|&r| r as u64 != me) {
+                        q.push(a, &[b, me], &[]);
+                        dest.push(r);
+                    }
+                }
+                let got = send_to(self.comm, &q, &dest);
+                let mut yes = FlatRecords::new(1, 0);
+                let mut back = Vec::new();
+                for k in 0..got.len() {
+                    let u = got.u_row(k);
+                    if listed.contains(&(got.keys[k], u[0])) {
+                        yes.push(got.keys[k], &[u[0]], &[]);
+                        back.push(u[1] as usize);
+                    }
+                }
+                let yes = send_to(self.comm, &yes, &back);
+                let found: HashSet<(u64, u64)> = (0..yes.len()).map(|k| (yes.keys[k], yes.u_row(k)[0])).collect();
+                owls.extend(ask.into_iter().filter(|&(a, b, _)| !found.contains(&(a, b))));
+            }
+        }
+        self.next = Some((new_list, new_fixed));
+        owls
+    }
+
+    /// Back to the start of a DEM step (`start`: the owned bodies then) with
+    /// contacts detected out to `distance`: neighbour lists rebuilt so the
+    /// ghost halo reaches that far, then the normal distance again.
+    fn roll_back(&mut self, start: &Bodies, distance: f64) {
+        self.bodies = start.clone();
+        self.layout.n_owned = start.len();
+        self.next = None;
+        let normal = self.params.contact_distance;
+        self.params.contact_distance = distance;
+        self.neighbours(true);
+        self.detect();
+        self.params.contact_distance = normal;
     }
 
     /// Contacts with their forces, for a frame.
@@ -308,10 +455,11 @@ impl<'a> Sim<'a> {
         for (k, c) in self.contacts.iter().enumerate() {
             let f = c.normal * normal.get(k).copied().unwrap_or(0.0)
                 + self.forces.f_t.get(k).copied().unwrap_or_else(Vector3::zeros);
-            if c.b >= WALL_ID_BASE || self.bodies.fixed[c.ib] {
+            let (fixed_a, fixed_b) = self.contact_fixed[k];
+            if fixed_b {
                 *local.entry(c.b).or_insert_with(Vector3::zeros) += f;
             }
-            if self.bodies.fixed[c.ia] {
+            if fixed_a {
                 *local.entry(c.a).or_insert_with(Vector3::zeros) -= f;
             }
         }
@@ -393,57 +541,99 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let mut time = t0_sim;
     let mut uniform = true;
     let mut step = first_step;
+    // DEM: a step found to miss night-owl contacts is redone (§2.6.3).
+    let night_owls = scene.simulation.solver == SolverKind::Dem;
     while t_final - time > 1e-9 * dt {
         step += 1;
         let dt_try = dt.min(t_final - time);
-        if step > first_step + 1 {
+        if !sim.take_next() && step > first_step + 1 {
             sim.neighbours(false);
             sim.detect();
         }
         // Output after this step (a fixed-step run ends exactly at t_final).
         let output = t_final - (time + dt_try) <= 1e-9 * dt || (scene.output.every > 0 && step % scene.output.every == 0);
-        let report = {
-            let ctx = StepContext {
-                comm,
-                scene,
-                shapes: &sim.shapes,
-                layout: &sim.layout,
-                contacts: &sim.contacts,
-                step,
-                time,
-                dt: dt_try,
-                output,
+        // The start of the step, to redo it from (owned bodies, solver state).
+        let start = night_owls.then(|| {
+            let mut b = sim.bodies.clone();
+            b.truncate(sim.n_owned());
+            (b, solver.save_state())
+        });
+        let mut redos = 0;
+        let mut distance = scene.contact.distance;
+        // Newton iterations of the attempts redone, counted with the step's.
+        let mut earlier = 0;
+        let report = loop {
+            let report = {
+                let ctx = StepContext {
+                    comm,
+                    scene,
+                    shapes: &sim.shapes,
+                    layout: &sim.layout,
+                    contacts: &sim.contacts,
+                    step,
+                    time,
+                    dt: dt_try,
+                    output,
+                };
+                let (bodies, forces) = (&mut sim.bodies, &mut sim.forces);
+                sim.timers.time("solve", || solver.step(&ctx, bodies, forces))
             };
-            let (bodies, forces) = (&mut sim.bodies, &mut sim.forces);
-            sim.timers.time("solve", || solver.step(&ctx, bodies, forces))
-        };
-        let report = match report {
-            Ok(r) => r,
-            Err(e) => {
-                // The solver leaves the bodies at the start of the step: keep them.
-                let path = write_checkpoint(comm, scene, &sim, solver.as_ref(), step - 1, time, dt_try)?;
+            let mut report = match report {
+                Ok(r) => r,
+                Err(e) => {
+                    // The solver leaves the bodies at the start of the step: keep them.
+                    let path = write_checkpoint(comm, scene, &sim, solver.as_ref(), step - 1, time, dt_try)?;
+                    return Err(RunError::Solver {
+                        step,
+                        message: format!("{e}; the state before the step is in {}", path.display()),
+                    });
+                }
+            };
+            let bad: Vec<u64> = (0..sim.n_owned())
+                .filter(|&i| {
+                    !(sim.bodies.position[i].iter().all(|x| x.is_finite())
+                        && sim.bodies.velocity[i].iter().all(|x| x.is_finite()))
+                })
+                .map(|i| sim.bodies.id[i])
+                .collect();
+            if !parallel::all_ok(comm, bad.is_empty()) {
+                if !bad.is_empty() {
+                    log::error!("step {step}: non-finite state of bodies {:?}", &bad[..bad.len().min(10)]);
+                }
                 return Err(RunError::Solver {
                     step,
-                    message: format!("{e}; the state before the step is in {}", path.display()),
+                    message: "non-finite positions or velocities (earlier checkpoints are kept)".into(),
                 });
             }
-        };
-        let bad: Vec<u64> = (0..sim.n_owned())
-            .filter(|&i| {
-                !(sim.bodies.position[i].iter().all(|x| x.is_finite())
-                    && sim.bodies.velocity[i].iter().all(|x| x.is_finite()))
-            })
-            .map(|i| sim.bodies.id[i])
-            .collect();
-        if !parallel::all_ok(comm, bad.is_empty()) {
-            if !bad.is_empty() {
-                log::error!("step {step}: non-finite state of bodies {:?}", &bad[..bad.len().min(10)]);
+            report.iterations += earlier;
+            let Some((start_bodies, start_state)) = &start else { break report };
+            let moved = sim.largest_displacement(start_bodies);
+            let owls = sim.search_after_step(start_bodies, scene.dem.gbar);
+            let n_owls = parallel::sum_u64(comm, owls.len() as u64);
+            if n_owls == 0 {
+                break report;
             }
-            return Err(RunError::Solver {
-                step,
-                message: "non-finite positions or velocities (earlier checkpoints are kept)".into(),
-            });
-        }
+            sim.night_owls += n_owls;
+            let names = night_owl_names(comm, &owls);
+            if redos == MAX_NIGHT_OWL_REDOS {
+                if rank == 0 {
+                    log::warn!("step {step}: night-owl contact(s) {names} remain after {redos} redos; step accepted");
+                }
+                break report;
+            }
+            // A gap changes by at most the two bodies' displacements: the
+            // new pairs were within this distance at the step's start.
+            let reach = 2.0 * parallel::max_f64(comm, moved);
+            distance = distance.max(scene.contact.distance + 1.01 * reach);
+            redos += 1;
+            earlier = report.iterations;
+            sim.night_owl_redos += 1;
+            if rank == 0 {
+                log::info!("step {step}: night-owl contact(s) {names}: redoing the step with contact distance {distance:.4e}");
+            }
+            solver.restore_state(comm, start_state.clone());
+            sim.roll_back(start_bodies, distance);
+        };
         sim.timers.reassign("solve", "compatibility", report.compatibility_seconds);
         tally.add(&report);
         uniform &= report.dt == dt;
@@ -514,6 +704,8 @@ fn finish(
         steps: last_step,
         time,
         contacts: parallel::sum_u64(comm, sim.contacts.len() as u64),
+        night_owls: sim.night_owls,
+        night_owl_redos: sim.night_owl_redos,
         candidate_pairs: parallel::sum_u64(comm, sim.candidate_pairs() as u64),
         rebuilds: sim.rebuilds,
         rebalances: sim.rebalances,
@@ -551,6 +743,28 @@ fn finish(
         );
     }
     Ok(summary)
+}
+
+/// The night owls of every rank as "a-b (gap g)" (walls as "wall w"), at
+/// most ten, for rank 0's log line. Collective.
+fn night_owl_names(comm: &Comm, owls: &[(u64, u64, f64)]) -> String {
+    let mut recs = FlatRecords::new(1, 1);
+    for &(a, b, gap) in owls {
+        recs.push(a, &[b], &[gap]);
+    }
+    let mut got = send_to(comm, &recs, &vec![0; recs.len()]);
+    got.sort();
+    let mut names: Vec<String> = (0..got.len().min(10))
+        .map(|k| {
+            let b = got.u_row(k)[0];
+            let b = if b >= WALL_ID_BASE { format!("wall {}", b - WALL_ID_BASE) } else { b.to_string() };
+            format!("{}-{b} (gap {:.3e})", got.keys[k], got.f_row(k)[0])
+        })
+        .collect();
+    if got.len() > 10 {
+        names.push(format!("and {} more", got.len() - 10));
+    }
+    names.join(", ")
 }
 
 /// Set by SIGTERM or SIGUSR1 (SLURM's warning before the time limit).

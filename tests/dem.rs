@@ -238,6 +238,8 @@ fn same_trajectory_on_one_two_three_ranks() {
         assert!(s["rejected_steps"].is_u64());
         results.push(final_state(&out.join("frames.h5")));
         dirs.push(tmp);
+        // No false night owls when bodies migrate between ranks.
+        assert_eq!(s["night_owls"].as_u64(), Some(0), "{np} ranks");
     }
     // the moving spheres really collided (velocities changed)
     let v = &results[0][results[0].len() / 2..];

@@ -416,8 +416,12 @@ impl Solver for DemSolver {
     }
 
     /// Records land on any rank; `sync_accelerations` fetches them by id
-    /// at the first step, as after a migration.
+    /// at the first step, as after a migration. Replaces the whole state
+    /// (the driver also rolls a step back with it: night-owl contacts).
     fn restore_state(&mut self, comm: &Comm, records: crate::io::ContactHistory) {
+        self.accel.clear();
+        self.history.clear();
+        self.dt = f64::INFINITY;
         let mut dt = f64::NEG_INFINITY;
         for (k, v) in records {
             if k.body_a == DT_RECORD && k.body_b == DT_RECORD {
