@@ -10,7 +10,7 @@ use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::{self, Comm};
 use crate::cd::CdSolver;
 use crate::scene::{Scene, SolverKind};
-use crate::solver::{ContactForces, Solver, StepContext};
+use crate::solver::{ContactForces, Solver, StepContext, StepReport};
 use crate::timers::Timers;
 use mpi::traits::*;
 use nalgebra::Vector3;
@@ -560,8 +560,8 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         });
         let mut redos = 0;
         let mut distance = scene.contact.distance;
-        // Newton iterations of the attempts redone, counted with the step's.
-        let mut earlier = 0;
+        // Iterations and rejections of the attempts redone, counted with the step's.
+        let mut earlier = StepReport::default();
         let report = loop {
             let report = {
                 let ctx = StepContext {
@@ -605,7 +605,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
                     message: "non-finite positions or velocities (earlier checkpoints are kept)".into(),
                 });
             }
-            report.iterations += earlier;
+            report.iterations += earlier.iterations;
+            report.linear_iterations += earlier.linear_iterations;
+            report.rejected += earlier.rejected;
             let Some((start_bodies, start_state)) = &start else { break report };
             let moved = sim.largest_displacement(start_bodies);
             let owls = sim.search_after_step(start_bodies, scene.dem.gbar);
@@ -626,7 +628,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             let reach = 2.0 * parallel::max_f64(comm, moved);
             distance = distance.max(scene.contact.distance + 1.01 * reach);
             redos += 1;
-            earlier = report.iterations;
+            earlier = report;
             sim.night_owl_redos += 1;
             if rank == 0 {
                 log::info!("step {step}: night-owl contact(s) {names}: redoing the step with contact distance {distance:.4e}");
