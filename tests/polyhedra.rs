@@ -145,7 +145,7 @@ fn falling_block(orientation: [f64; 4], z: f64, t_end: f64) -> (f64, f64, usize)
 }
 
 const H3: f64 = 0.8660254037844386; // √3/2
-const H2: f64 = 0.7071067811865476; // √2/2
+const H2: f64 = std::f64::consts::FRAC_1_SQRT_2; // √2/2
 
 #[test]
 fn falling_block_a_vertex_down_keeps_energy_and_does_not_rotate() {
@@ -237,8 +237,8 @@ fn ground_forces(f: &Frame, id: u64) -> ([f64; 3], f64) {
     let mut ft = [0.0; 3];
     let mut n = 0.0;
     for c in f.contacts.iter().filter(|c| c.body_a == id && c.body_b >= WALL) {
-        for k in 0..3 {
-            ft[k] += c.force_tangent[k];
+        for (s, x) in ft.iter_mut().zip(c.force_tangent) {
+            *s += x;
         }
         n += c.force_normal;
     }
