@@ -190,3 +190,48 @@ fn check_prints_summary() {
     let mass = 2.0 * 7800.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.125;
     assert!(s.contains(&format!("{mass:.6e}")), "total mass {mass:.6e} not in: {s}");
 }
+
+/// GOOD with the DEM solver and `load` appended as a `[[load]]` entry.
+fn with_load(load: &str) -> String {
+    format!("{}\n[[load]]\n{load}\n", GOOD.replace("solver = \"cd\"", "solver = \"dem\""))
+}
+
+#[test]
+fn load_errors() {
+    // only with solver = "dem"
+    let cd = format!("{GOOD}\n[[load]]\nbody = 0\nforce = [1.0, 0.0, 0.0]\n");
+    expect_error(&cd, &[], "load[0]");
+    // unknown body, no load at all, unknown key, bad values, reversed ramp
+    expect_error(&with_load("body = 2\nforce = [1.0, 0.0, 0.0]"), &[], "load[0].body");
+    expect_error(&with_load("body = 0"), &[], "load[0]");
+    expect_error(&with_load("body = 0\nforce = [1.0, 0.0, 0.0]\nat = [0.0, 0.0, 0.0]"), &[], "load[0].at");
+    expect_error(&with_load("body = 0\nforce = [nan, 0.0, 0.0]"), &[], "load[0].force");
+    expect_error(&with_load("body = 0\nmoment = [0.0, 0.0, inf]"), &[], "load[0].moment");
+    expect_error(&with_load("body = 0\nmoment = [0.0, 0.0, 1.0]\npoint = [0.1, 0.0, 0.0]"), &[], "load[0].point");
+    expect_error(&with_load("body = 0\nforce = [1.0, 0.0, 0.0]\nt_start = 0.5\nt_ramp_end = 0.2"), &[], "load[0].t_ramp_end");
+    expect_error(&with_load("body = 0\nforce = [1.0, 0.0, 0.0]\nt_start = -1.0"), &[], "load[0].t_start");
+    // one load per body
+    let twice = format!("{}\n[[load]]\nbody = 0\nmoment = [0.0, 0.0, 1.0]\n", with_load("body = 0\nforce = [1.0, 0.0, 0.0]"));
+    expect_error(&twice, &[], "load[1].body");
+    // a fixed body
+    let fixed = with_load("body = 1\nforce = [1.0, 0.0, 0.0]").replace("position = [2.0, 0.0, 1.0]", "position = [2.0, 0.0, 1.0]\nfixed = true");
+    expect_error(&fixed, &[], "load[0].body");
+}
+
+#[test]
+fn check_summarises_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("ok.toml");
+    let text = with_load("body = 1\nforce = [2.0, 0.0, 0.0]\npoint = [0.0, 0.0, 0.5]\nt_ramp_end = 0.8");
+    std::fs::write(&cfg, text.replace("OUTDIR", &dir.path().join("out").display().to_string())).unwrap();
+    let o = Command::new(common::stiffgrain())
+        .args(["check", cfg.to_str().unwrap()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{s}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.contains("loads        1"), "{s}");
+    assert!(s.contains("body 1") && s.contains("force [2e0, 0e0, 0e0] at [0e0, 0e0, 5e-1]") && s.contains("ramp 0e0 .. 8e-1"), "{s}");
+}

@@ -29,6 +29,31 @@ pub struct Config {
     pub dem: DemCfg,
     #[serde(default)]
     pub compatibility: CompatibilityCfg,
+    #[serde(default)]
+    pub load: Vec<LoadCfg>,
+}
+
+/// `[[load]]` (solver = "dem"): an external force at a material point of a
+/// body and/or a moment on it, ramped linearly in time (Gay Neto & Wriggers
+/// §2.3, eqs 23–24).
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadCfg {
+    /// Global body id (explicit bodies 0, 1, ... in file order, then the
+    /// generated ones).
+    pub body: u64,
+    /// Force, world frame (default zero).
+    pub force: Option<[f64; 3]>,
+    /// Where the force acts: offset from the centre of mass in the body
+    /// frame, so it turns with the body (default the centre of mass).
+    pub point: Option<[f64; 3]>,
+    /// Moment, world frame (default zero).
+    pub moment: Option<[f64; 3]>,
+    /// The load is zero until this time (default 0) ...
+    pub t_start: Option<f64>,
+    /// ... and grows linearly to its full value at this time, constant
+    /// afterwards (default `t_start`: a step load).
+    pub t_ramp_end: Option<f64>,
 }
 
 /// `[compatibility]` (solver = "compatible-cd"): the no-tension truss solve

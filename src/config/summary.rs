@@ -34,6 +34,22 @@ pub fn summary(scene: &Scene, ranks: usize) -> String {
         lo.x, lo.y, lo.z, hi.x, hi.y, hi.z
     );
     let _ = writeln!(s, "walls        {}", scene.walls.len());
+    if !scene.loads.is_empty() {
+        let _ = writeln!(s, "loads        {}", scene.loads.len());
+        let v = |v: &nalgebra::Vector3<f64>| format!("[{:e}, {:e}, {:e}]", v.x, v.y, v.z);
+        for l in &scene.loads {
+            let _ = writeln!(
+                s,
+                "  body {:<8} force {} at {} (body frame), moment {}, ramp {:e} .. {:e}",
+                l.body,
+                v(&l.force),
+                v(&l.point),
+                v(&l.moment),
+                l.t_start,
+                l.t_ramp_end
+            );
+        }
+    }
     let mesh_bytes: usize = scene
         .shapes
         .iter()

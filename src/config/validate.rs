@@ -2,7 +2,7 @@
 use super::schema::*;
 use super::ConfigError;
 use crate::body::{Bodies, Body, Shape, TriMesh, DOF_2D, DOF_ALL, DOF_NONE};
-use crate::scene::{generate, CompatSettings, ContactSettings, DemSettings, SolverKind, Material, Output, Scene, Simulation, SolverSettings, Wall};
+use crate::scene::{generate, CompatSettings, ContactSettings, DemSettings, Load, SolverKind, Material, Output, Scene, Simulation, SolverSettings, Wall};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -276,6 +276,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
         check_dem_gaps(&c, &bodies, &shapes, &walls, &origin)?;
     }
     let compat = compat_settings(&c, &cfg.compatibility, &mat_index)?;
+    let loads = loads(&c, &cfg.load, &simulation, &bodies)?;
     let periodic = periodic(&c, &cfg.parallel, &bodies, &shapes, &contact)?;
     Ok(Scene {
         simulation,
@@ -291,6 +292,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
         periodic,
         dem,
         compat,
+        loads,
         config_text,
     })
 }
@@ -426,6 +428,56 @@ fn dem_settings(
         gap_change,
         pair_stiffness: d.pair_stiffness.unwrap_or(false),
     })
+}
+
+/// `[[load]]` entries -> [`Load`]s: the body must exist and move, at most
+/// one load per body, finite values, a ramp that does not run backwards,
+/// and only with the DEM solver.
+fn loads(c: &Ctx, cfg: &[LoadCfg], sim: &Simulation, bodies: &Bodies) -> Result<Vec<Load>, ConfigError> {
+    let mut out: Vec<Load> = Vec::new();
+    for (i, l) in cfg.iter().enumerate() {
+        let key = |f: &str| format!("load[{i}].{f}");
+        if sim.solver != SolverKind::Dem {
+            return Err(c.err(format!("load[{i}]"), format!("external loads need solver = \"dem\", not \"{}\"", sim.solver.name())));
+        }
+        let n = bodies.len() as u64;
+        if l.body >= n {
+            return Err(c.err(key("body"), format!("no body with id {} (the scene has {n} bodies, ids 0..{})", l.body, n - 1)));
+        }
+        if bodies.fixed[l.body as usize] {
+            return Err(c.err(key("body"), format!("body {} is fixed: a load on it does nothing", l.body)));
+        }
+        if let Some(j) = out.iter().position(|o| o.body == l.body) {
+            return Err(c.err(key("body"), format!("body {} already has a load (load[{j}]); give at most one [[load]] per body", l.body)));
+        }
+        if l.force.is_none() && l.moment.is_none() {
+            return Err(c.err(format!("load[{i}]"), "give a `force`, a `moment` or both"));
+        }
+        if l.point.is_some() && l.force.is_none() {
+            return Err(c.err(key("point"), "a point of application needs a `force`"));
+        }
+        let force = c.finite3(&key("force"), l.force.unwrap_or_default())?;
+        let point = c.finite3(&key("point"), l.point.unwrap_or_default())?;
+        let moment = c.finite3(&key("moment"), l.moment.unwrap_or_default())?;
+        if sim.dim == 2 {
+            if force.z != 0.0 || point.z != 0.0 {
+                return Err(c.err(key(if force.z != 0.0 { "force" } else { "point" }), "must have z = 0 in 2D (the x-y plane)"));
+            }
+            if moment.x != 0.0 || moment.y != 0.0 {
+                return Err(c.err(key("moment"), "must be about z only in 2D ([0, 0, Mz])"));
+            }
+        }
+        let t_start = c.non_negative(&key("t_start"), l.t_start.unwrap_or(0.0))?;
+        let t_ramp_end = l.t_ramp_end.unwrap_or(t_start);
+        if !t_ramp_end.is_finite() {
+            return Err(c.err(key("t_ramp_end"), format!("must be a finite time, got {t_ramp_end}")));
+        }
+        if t_ramp_end < t_start {
+            return Err(c.err(key("t_ramp_end"), format!("must not come before t_start = {t_start}, got {t_ramp_end}")));
+        }
+        out.push(Load { body: l.body, force, point, moment, t_start, t_ramp_end });
+    }
+    Ok(out)
 }
 
 /// The barrier law cannot start from touching bodies: for solver = "dem"

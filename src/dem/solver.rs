@@ -462,11 +462,23 @@ impl Solver for DemSolver {
         let mut dt = self.dt.min(d.dt_max).min(ctx.dt);
         let mut iterations = 0u64;
         let (mut linear, rejected_before) = (0u64, self.rejected);
+        // `[[load]]`s by body id: whichever rank owns the body applies it.
+        let loads: HashMap<u64, &crate::scene::Load> = ctx.scene.loads.iter().map(|l| (l.body, l)).collect();
         loop {
             let nm = Newmark::new(d.beta, d.gamma, dt);
             let states: Vec<RigidState> = (0..n)
                 .map(|i| {
                     let (acc, wacc) = self.accel[&bodies.id[i]];
+                    // External loads at configuration i+1 (implicit, eqs 23–24):
+                    // the ramp at t + Δt; the body-frame point turned to the
+                    // world frame at i (rigid::residual turns it on by Q^Δ).
+                    let (moment, point_force, point_offset) = match loads.get(&bodies.id[i]) {
+                        Some(l) => {
+                            let s = l.factor(ctx.time + dt);
+                            (s * l.moment, s * l.force, bodies.orientation[i] * l.point)
+                        }
+                        None => (Vector3::zeros(), Vector3::zeros(), Vector3::zeros()),
+                    };
                     RigidState {
                         mass: bodies.mass[i],
                         inertia: bodies.world_inertia(i),
@@ -475,9 +487,9 @@ impl Solver for DemSolver {
                         angular_velocity: bodies.angular_velocity[i],
                         angular_acceleration: wacc,
                         force: bodies.mass[i] * g,
-                        moment: Vector3::zeros(),
-                        point_force: Vector3::zeros(),
-                        point_offset: Vector3::zeros(),
+                        moment,
+                        point_force,
+                        point_offset,
                     }
                 })
                 .collect();
@@ -493,9 +505,25 @@ impl Solver for DemSolver {
                 floor: std::cell::Cell::new(0.0),
                 tangential: tangentials.clone(),
             };
-            let (ok, its, lits, x) = solve(&prob, d)?;
+            let (ok, its, lits, x) = solve(&prob, d, false)?;
             iterations += its as u64;
             linear += lits;
+            // Friction makes the residual jump where a contact turns from
+            // stick to slip with μ_d < μ_s (the force drops from μ_s f_n to
+            // μ_d f_n): backtracking then creeps towards the jump in ever
+            // shorter steps and never crosses it, at any Δt (the sliding
+            // block of §3.3 died at dt_min). Full Newton steps cross it.
+            let (ok, x) = if ok {
+                (ok, x)
+            } else {
+                let (ok, its, lits, x) = solve(&prob, d, true)?;
+                iterations += its as u64;
+                linear += lits;
+                if ok {
+                    log::debug!("dem: step {}: converged with full Newton steps after backtracking failed", ctx.step);
+                }
+                (ok, x)
+            };
             let x = if ok { Some(x) } else { None };
             // Penetration test (§2.4.7): every gap positive, no normal flipped.
             let accepted = match &x {
@@ -646,8 +674,9 @@ impl DemSolver {
 }
 
 /// One Newton solve by SNES; returns (converged, Newton iterations, KSP
-/// iterations, solution).
-fn solve(prob: &Problem, d: &crate::scene::DemSettings) -> Result<(bool, i64, u64, Vector), SolverError> {
+/// iterations, solution). `full_steps`: the "basic" line search instead of
+/// PETSc's backtracking.
+fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: bool) -> Result<(bool, i64, u64, Vector), SolverError> {
     let comm = prob.ctx.comm;
     let n = prob.n_owned();
     let nb = n as PetscInt;
@@ -679,6 +708,9 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings) -> Result<(bool, i64, u6
     let f = x.duplicate()?;
     let fraction = d.gap_fraction;
     let mut snes = Snes::new(comm)?;
+    if full_steps {
+        snes.set_line_search_type("basic")?;
+    }
     snes.set_function(Some(&f), |x: &Vector, f: &mut Vector| prob.residual(x, f))?;
     snes.set_jacobian(&jac, None, |x: &Vector, a: &mut Mat, _p: Option<&mut Mat>| prob.jacobian(x, a))?;
     snes.set_line_search_precheck(|x: &Vector, y: &mut Vector| -> Result<bool, String> {

@@ -271,6 +271,19 @@ impl<'a> Snes<'a> {
         }
     }
 
+    /// The line search kind (`SNESLineSearchSetType` on `SNESGetLineSearch`):
+    /// "bt" (PETSc's default backtracking), "basic" (full steps), "l2", "cp".
+    /// Options (`-snes_linesearch_type`) read later override it.
+    pub fn set_line_search_type(&mut self, kind: &str) -> Result<()> {
+        let k = cstring(kind)?;
+        let mut ls: ffi::SNESLineSearch = std::ptr::null_mut();
+        // SAFETY: live handle; the line search is owned by the SNES; PETSc copies the name.
+        unsafe {
+            check(ffi::SNESGetLineSearch(self.raw, &mut ls))?;
+            check(ffi::SNESLineSearchSetType(ls, k.as_ptr()))
+        }
+    }
+
     /// A monitor called with (iteration, residual norm) at every Newton
     /// iteration, starting with iteration 0 (`SNESMonitorSet`).
     pub fn set_monitor<F, E>(&mut self, mut f: F) -> Result<()>

@@ -220,6 +220,37 @@ impl Periodic {
     }
 }
 
+/// An external load on one body (`[[load]]`, solver = "dem"; Gay Neto &
+/// Wriggers eqs 23–24): a force at a material point and a moment, both
+/// scaled by the ramp [`Load::factor`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Load {
+    /// Body id.
+    pub body: u64,
+    /// Force at full value, world frame.
+    pub force: Vector3<f64>,
+    /// Point of application: offset from the centre of mass, body frame.
+    pub point: Vector3<f64>,
+    /// Moment at full value, world frame.
+    pub moment: Vector3<f64>,
+    pub t_start: f64,
+    pub t_ramp_end: f64,
+}
+
+impl Load {
+    /// The ramp at time t: 0 up to `t_start`, linear to 1 at `t_ramp_end`,
+    /// 1 afterwards (a step at `t_start` when the two are equal).
+    pub fn factor(&self, t: f64) -> f64 {
+        if t <= self.t_start {
+            0.0
+        } else if t >= self.t_ramp_end {
+            1.0
+        } else {
+            (t - self.t_start) / (self.t_ramp_end - self.t_start)
+        }
+    }
+}
+
 /// A complete, validated scene. Body ids are 0..n in generation order.
 #[derive(Clone, Debug)]
 pub struct Scene {
@@ -240,6 +271,8 @@ pub struct Scene {
     pub dem: DemSettings,
     /// `compatible-cd` post-process settings.
     pub compat: CompatSettings,
+    /// External loads on single bodies (solver = "dem"), at most one per body.
+    pub loads: Vec<Load>,
     /// The resolved configuration as TOML (overrides applied), kept in outputs.
     pub config_text: String,
 }
