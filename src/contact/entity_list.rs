@@ -1,0 +1,279 @@
+//! Second level of the contact search (time-step stage 2 "contact"), Gay
+//! Neto & Wriggers §2.5.1–2.5.2: for each candidate pair of mesh bodies of
+//! the first level ([`super::broad`]), a Verlet list of the sub-region pairs
+//! (vertex–face, face–vertex, edge–edge, vertex–edge, edge–vertex,
+//! vertex–vertex) whose inflated bounding volumes overlap; the narrow phase
+//! then evaluates only those ([`super::mesh_mesh::mesh_mesh_listed`]).
+//!
+//! Rules:
+//! - **Volumes.** Each entity is inflated by half the cut-off
+//!   `c = inflation + budget` (`inflation = contact_distance + skin`, the
+//!   deepest penetration the narrow phase reports, `budget = skin`): a ball
+//!   about a vertex, a capsule about an edge, a triangle grown by a ball (it
+//!   lies inside the paper's prism: the triangle extruded ± c/2 along its
+//!   normal and grown by c/2 in its plane). Two volumes overlap exactly when
+//!   the entities are within `c`; the test is a sphere–sphere cull on the
+//!   entities' bounding spheres (body frame, posed), then the exact distance
+//!   ([`crate::geometry::distance`]), with a rounding allowance of
+//!   [`TOL`] × the sum of the bounding radii.
+//! - **Validity.** Since the build, a point of body `a` moved relative to a
+//!   point of body `b` by at most `|Δ(x_b − x_a)| + θ_a R_a + θ_b R_b` (θ the
+//!   rotation angle since the build, R the bounding radius), so no entity
+//!   distance shrank by more. While that is at most `budget`, every pair now
+//!   within `inflation` is in the list; beyond it the list is rebuilt. A pair
+//!   that enters the first-level list gets its list built at its first
+//!   evaluation. Contacts are then exactly those of the search without lists
+//!   ([`super::mesh_mesh::mesh_mesh`]), which the tests check.
+//! - **Budget** = the skin: the skin is the distance bodies may move between
+//!   first-level builds (expected velocity × Δt × steps between builds), and
+//!   the entity lists spend the same budget on relative motion including
+//!   rotation × radius.
+//! - Lists are keyed by the body ids (smaller first); a list unused since the
+//!   previous first-level build is dropped at the next one.
+//! - Sphere–mesh and mesh–wall keep their direct search: the closest-feature
+//!   scan with triangle-sphere culling and the vertex–plane loop cost about
+//!   as much as a list lookup.
+use super::mesh_mesh::{EntityPairs, PosedMesh};
+use super::BodyPose;
+use crate::body::TriMesh;
+use crate::geometry::{point_segment_distance_squared, point_triangle_distance_squared, segment_segment_distance_squared, MeshFeatures};
+use nalgebra::{UnitQuaternion, Vector3};
+use std::collections::HashMap;
+
+/// Relative rounding allowance of the overlap test, times `R_a + R_b`.
+pub const TOL: f64 = 1e-9;
+
+/// The entity list of one body pair with the poses it was built at.
+#[derive(Clone, Debug)]
+struct PairList {
+    pairs: EntityPairs,
+    x_a: Vector3<f64>,
+    x_b: Vector3<f64>,
+    q_a: UnitQuaternion<f64>,
+    q_b: UnitQuaternion<f64>,
+    /// First-level build during which the list was last used.
+    epoch: u64,
+}
+
+/// Second-level Verlet lists of the mesh body pairs of one rank.
+#[derive(Clone, Debug, Default)]
+pub struct EntityLists {
+    lists: HashMap<(u64, u64), PairList>,
+    builds: u64,
+    evaluated: u64,
+}
+
+/// Rotation angle of `q` in `[0, π]`, accurate for small angles.
+fn angle(q: &UnitQuaternion<f64>) -> f64 {
+    2.0 * q.imag().norm().atan2(q.w.abs())
+}
+
+/// Upper bound on how much any entity distance between bodies `a` and `b`
+/// can have shrunk since the poses `(x_a0, q_a0)`, `(x_b0, q_b0)`:
+/// `|Δ(x_b − x_a)| + θ_a R_a + θ_b R_b`.
+#[allow(clippy::too_many_arguments)]
+pub fn relative_motion(
+    a: &BodyPose,
+    r_a: f64,
+    b: &BodyPose,
+    r_b: f64,
+    x_a0: &Vector3<f64>,
+    q_a0: &UnitQuaternion<f64>,
+    x_b0: &Vector3<f64>,
+    q_b0: &UnitQuaternion<f64>,
+) -> f64 {
+    let shift = ((b.position - a.position) - (x_b0 - x_a0)).norm();
+    shift + angle(&(a.orientation * q_a0.inverse())) * r_a + angle(&(b.orientation * q_b0.inverse())) * r_b
+}
+
+/// An entity near the other body: id and world bounding sphere.
+type Near = (u32, Vector3<f64>, f64);
+
+/// Vertices, edges and faces of `m` that can come within `reach` of the
+/// sphere about `centre` (the other body's bounding sphere grown by the
+/// cut-off), each with its world bounding sphere.
+fn near(m: &PosedMesh, centre: &Vector3<f64>, reach: f64) -> [Vec<Near>; 3] {
+    let f = m.features;
+    let within = |c: &Vector3<f64>, r: f64| (c - centre).norm() - r <= reach;
+    let verts = (0..m.mesh.vertices.len() as u32)
+        .filter(|&v| f.is_real_vertex(v))
+        .map(|v| (v, *m.vertex(v), 0.0))
+        .filter(|(_, c, r)| within(c, *r))
+        .collect();
+    let edges = (0..f.edges.len() as u32)
+        .filter(|&e| f.is_real_edge(e))
+        .map(|e| {
+            let [p, q] = m.edge_ends(e);
+            (e, 0.5 * (p + q), 0.5 * (q - p).norm())
+        })
+        .filter(|(_, c, r)| within(c, *r))
+        .collect();
+    let faces = (0..m.mesh.triangles.len() as u32)
+        .map(|t| {
+            let (c, r) = f.triangle_spheres[t as usize];
+            (t, m.pose.position + m.pose.orientation * c, r)
+        })
+        .filter(|(_, c, r)| within(c, *r))
+        .collect();
+    [verts, edges, faces]
+}
+
+const VERT: usize = 0;
+const EDGE: usize = 1;
+const FACE: usize = 2;
+
+/// The entity pairs of `a` and `b` within `cutoff` of each other (plus
+/// rounding, see the module rules), each kind ascending.
+pub fn build_pairs(a: &PosedMesh, b: &PosedMesh, cutoff: f64) -> EntityPairs {
+    let tol = TOL * (a.features.bounding_radius + b.features.bounding_radius);
+    let c = cutoff + tol;
+    let na = near(a, &b.pose.position, b.features.bounding_radius + c);
+    let nb = near(b, &a.pose.position, a.features.bounding_radius + c);
+    let mut p = EntityPairs::default();
+    let cross = |xs: &[Near], ys: &[Near], out: &mut Vec<(u32, u32)>, dist2: &dyn Fn(u32, u32) -> f64| {
+        for &(x, cx, rx) in xs {
+            for &(y, cy, ry) in ys {
+                let s = rx + ry + c;
+                if (cx - cy).norm_squared() <= s * s && dist2(x, y) <= c * c {
+                    out.push((x, y));
+                }
+            }
+        }
+    };
+    let tri_a = |t: u32| a.triangle(t);
+    let tri_b = |t: u32| b.triangle(t);
+    cross(&na[VERT], &nb[FACE], &mut p.vertex_face, &|v, t| point_triangle_distance_squared(a.vertex(v), &tri_b(t)));
+    cross(&na[FACE], &nb[VERT], &mut p.face_vertex, &|t, v| point_triangle_distance_squared(b.vertex(v), &tri_a(t)));
+    cross(&na[EDGE], &nb[EDGE], &mut p.edge_edge, &|ea, eb| {
+        let ([p1, q1], [p2, q2]) = (a.edge_ends(ea), b.edge_ends(eb));
+        segment_segment_distance_squared(&p1, &q1, &p2, &q2)
+    });
+    cross(&na[VERT], &nb[EDGE], &mut p.vertex_edge, &|v, e| {
+        let [p, q] = b.edge_ends(e);
+        point_segment_distance_squared(a.vertex(v), &p, &q)
+    });
+    cross(&na[EDGE], &nb[VERT], &mut p.edge_vertex, &|e, v| {
+        let [p, q] = a.edge_ends(e);
+        point_segment_distance_squared(b.vertex(v), &p, &q)
+    });
+    cross(&na[VERT], &nb[VERT], &mut p.vertex_vertex, &|va, vb| (a.vertex(va) - b.vertex(vb)).norm_squared());
+    p
+}
+
+impl EntityLists {
+    /// No list yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The entity list of the body pair `(a, b)` (`a` the smaller id), built
+    /// with cut-off `inflation + budget` when missing or when the relative
+    /// motion since its build exceeds `budget`. `epoch` is the current
+    /// first-level build count.
+    #[allow(clippy::too_many_arguments)]
+    pub fn get(
+        &mut self,
+        a: &BodyPose,
+        mesh_a: &TriMesh,
+        fa: &MeshFeatures,
+        b: &BodyPose,
+        mesh_b: &TriMesh,
+        fb: &MeshFeatures,
+        inflation: f64,
+        budget: f64,
+        epoch: u64,
+    ) -> &EntityPairs {
+        debug_assert!(a.id < b.id, "entity lists are keyed with the smaller id first");
+        let (ra, rb) = (fa.bounding_radius, fb.bounding_radius);
+        let valid = |l: &PairList| relative_motion(a, ra, b, rb, &l.x_a, &l.q_a, &l.x_b, &l.q_b) <= budget;
+        let entry = self.lists.entry((a.id, b.id));
+        let list = match entry {
+            std::collections::hash_map::Entry::Occupied(o) if valid(o.get()) => o.into_mut(),
+            e => {
+                self.builds += 1;
+                let pairs = build_pairs(&PosedMesh::new(a, mesh_a, fa), &PosedMesh::new(b, mesh_b, fb), inflation + budget);
+                let l = PairList { pairs, x_a: a.position, x_b: b.position, q_a: a.orientation, q_b: b.orientation, epoch };
+                match e {
+                    std::collections::hash_map::Entry::Occupied(mut o) => {
+                        o.insert(l);
+                        o.into_mut()
+                    }
+                    std::collections::hash_map::Entry::Vacant(v) => v.insert(l),
+                }
+            }
+        };
+        list.epoch = epoch;
+        self.evaluated += list.pairs.len() as u64;
+        &list.pairs
+    }
+
+    /// Drops the lists not used during first-level build `epoch − 1` or
+    /// later (their body pair left the first-level list).
+    pub fn prune(&mut self, epoch: u64) {
+        self.lists.retain(|_, l| l.epoch + 1 >= epoch);
+    }
+
+    /// Number of body pairs holding a list.
+    pub fn len(&self) -> usize {
+        self.lists.len()
+    }
+
+    /// True when no body pair holds a list.
+    pub fn is_empty(&self) -> bool {
+        self.lists.is_empty()
+    }
+
+    /// Number of list builds so far.
+    pub fn builds(&self) -> u64 {
+        self.builds
+    }
+
+    /// Number of entity pairs handed to the narrow phase so far.
+    pub fn evaluated(&self) -> u64 {
+        self.evaluated
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+
+    fn pose(id: u64, x: Vector3<f64>, q: UnitQuaternion<f64>) -> BodyPose {
+        BodyPose { id, index: id as usize, position: x, orientation: q }
+    }
+
+    #[test]
+    fn relative_motion_ignores_common_translation_and_counts_rotation() {
+        let q0 = UnitQuaternion::identity();
+        let (xa, xb) = (Vector3::new(0.0, 0.0, 0.0), Vector3::new(1.0, 0.0, 0.0));
+        let shift = Vector3::new(0.3, -0.2, 0.1);
+        let m = relative_motion(&pose(0, xa + shift, q0), 1.0, &pose(1, xb + shift, q0), 2.0, &xa, &q0, &xb, &q0);
+        assert!(m < 1e-15);
+        let turned = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), 0.01);
+        let m = relative_motion(&pose(0, xa, q0), 1.0, &pose(1, xb + Vector3::x() * 0.02, turned), 2.0, &xa, &q0, &xb, &q0);
+        assert_relative_eq!(m, 0.02 + 0.01 * 2.0, epsilon = 1e-15);
+        // Small angles stay accurate (no acos).
+        let tiny = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 1e-9);
+        assert_relative_eq!(angle(&tiny), 1e-9, max_relative = 1e-12);
+    }
+
+    #[test]
+    fn build_keeps_exactly_the_entities_within_the_cutoff() {
+        let mesh = TriMesh::cuboid(Vector3::repeat(1.0));
+        let f = MeshFeatures::new(&mesh);
+        // Two unit cubes face to face 0.1 apart along z.
+        let pa = pose(0, Vector3::zeros(), UnitQuaternion::identity());
+        let pb = pose(1, Vector3::new(0.0, 0.0, 1.1), UnitQuaternion::identity());
+        let (a, b) = (PosedMesh::new(&pa, &mesh, &f), PosedMesh::new(&pb, &mesh, &f));
+        assert!(build_pairs(&a, &b, 0.099).is_empty());
+        let p = build_pairs(&a, &b, 0.101);
+        // The top of a against the bottom of b, 0.1 apart: corner over corner
+        // (4), each top edge over the same edge and the two it meets at its
+        // corners (12), a corner over the 2 edges at it (8 each way) and over
+        // the triangles holding it (1 or 2: 6 each way).
+        let counts = [p.vertex_vertex.len(), p.edge_edge.len(), p.vertex_edge.len(), p.edge_vertex.len(), p.vertex_face.len(), p.face_vertex.len()];
+        assert_eq!(counts, [4, 12, 8, 8, 6, 6]);
+        assert!(p.vertex_vertex.iter().all(|&(va, vb)| (a.vertex(va) - b.vertex(vb)).norm() <= 0.101 + 1e-12));
+    }
+}
