@@ -258,6 +258,38 @@ mod tests {
         assert_relative_eq!(angle(&tiny), 1e-9, max_relative = 1e-12);
     }
 
+    /// All real entity pairs within `cutoff`, no culling.
+    fn brute(a: &PosedMesh, b: &PosedMesh, cutoff: f64) -> EntityPairs {
+        let (fa, fb) = (a.features, b.features);
+        let va: Vec<u32> = (0..a.mesh.vertices.len() as u32).filter(|&v| fa.is_real_vertex(v)).collect();
+        let vb: Vec<u32> = (0..b.mesh.vertices.len() as u32).filter(|&v| fb.is_real_vertex(v)).collect();
+        let ea: Vec<u32> = (0..fa.edges.len() as u32).filter(|&e| fa.is_real_edge(e)).collect();
+        let eb: Vec<u32> = (0..fb.edges.len() as u32).filter(|&e| fb.is_real_edge(e)).collect();
+        let ta: Vec<u32> = (0..a.mesh.triangles.len() as u32).collect();
+        let tb: Vec<u32> = (0..b.mesh.triangles.len() as u32).collect();
+        let c2 = cutoff * cutoff;
+        let all = |xs: &[u32], ys: &[u32], d2: &dyn Fn(u32, u32) -> f64| -> Vec<(u32, u32)> {
+            xs.iter().flat_map(|&x| ys.iter().map(move |&y| (x, y))).filter(|&(x, y)| d2(x, y) <= c2).collect()
+        };
+        EntityPairs {
+            vertex_face: all(&va, &tb, &|v, t| point_triangle_distance_squared(a.vertex(v), &b.triangle(t))),
+            face_vertex: all(&ta, &vb, &|t, v| point_triangle_distance_squared(b.vertex(v), &a.triangle(t))),
+            edge_edge: all(&ea, &eb, &|x, y| {
+                let ([p1, q1], [p2, q2]) = (a.edge_ends(x), b.edge_ends(y));
+                segment_segment_distance_squared(&p1, &q1, &p2, &q2)
+            }),
+            vertex_edge: all(&va, &eb, &|v, e| {
+                let [p, q] = b.edge_ends(e);
+                point_segment_distance_squared(a.vertex(v), &p, &q)
+            }),
+            edge_vertex: all(&ea, &vb, &|e, v| {
+                let [p, q] = a.edge_ends(e);
+                point_segment_distance_squared(b.vertex(v), &p, &q)
+            }),
+            vertex_vertex: all(&va, &vb, &|x, y| (a.vertex(x) - b.vertex(y)).norm_squared()),
+        }
+    }
+
     #[test]
     fn build_keeps_exactly_the_entities_within_the_cutoff() {
         let mesh = TriMesh::cuboid(Vector3::repeat(1.0));
@@ -268,12 +300,27 @@ mod tests {
         let (a, b) = (PosedMesh::new(&pa, &mesh, &f), PosedMesh::new(&pb, &mesh, &f));
         assert!(build_pairs(&a, &b, 0.099).is_empty());
         let p = build_pairs(&a, &b, 0.101);
-        // The top of a against the bottom of b, 0.1 apart: corner over corner
-        // (4), each top edge over the same edge and the two it meets at its
-        // corners (12), a corner over the 2 edges at it (8 each way) and over
-        // the triangles holding it (1 or 2: 6 each way).
+        // Corner over corner: 4 vertex pairs; each top edge of a meets the
+        // edge above it and the two bottom and two vertical edges of b at its
+        // ends (5 × 4), each vertical edge of a the three edges of b at its
+        // top corner (3 × 4); a corner meets 3 edges and 4–5 triangles.
         let counts = [p.vertex_vertex.len(), p.edge_edge.len(), p.vertex_edge.len(), p.edge_vertex.len(), p.vertex_face.len(), p.face_vertex.len()];
-        assert_eq!(counts, [4, 12, 8, 8, 6, 6]);
-        assert!(p.vertex_vertex.iter().all(|&(va, vb)| (a.vertex(va) - b.vertex(vb)).norm() <= 0.101 + 1e-12));
+        assert_eq!(counts, [4, 32, 12, 12, 18, 18]);
+        assert_eq!(p, brute(&a, &b, 0.101));
+        // Tetrapod against a turned box, at several distances: the culled
+        // build equals the all-pairs enumeration.
+        let tet = TriMesh::tetrapod(1.0, 0.25, 8);
+        let ft = MeshFeatures::new(&tet);
+        let q = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 0.4) * UnitQuaternion::from_axis_angle(&Vector3::x_axis(), 0.3);
+        let pt = pose(0, Vector3::zeros(), q);
+        let mut counts = Vec::new();
+        for d in [1.0, 1.2, 1.4, 1.6] {
+            let pc = pose(1, Vector3::new(d, 0.3, 0.2), UnitQuaternion::from_axis_angle(&Vector3::z_axis(), 0.5));
+            let (t, c) = (PosedMesh::new(&pt, &tet, &ft), PosedMesh::new(&pc, &mesh, &f));
+            let p = build_pairs(&t, &c, 0.2);
+            assert_eq!(p, brute(&t, &c, 0.2 + TOL * (ft.bounding_radius + f.bounding_radius)), "d = {d}");
+            counts.push(p.len());
+        }
+        assert!(counts.iter().all(|&c| c > 10), "{counts:?}");
     }
 }
