@@ -256,21 +256,21 @@ fn frames(file: &std::path::Path) -> Vec<String> {
 
 /// A DEM scene of cubes and tetrapods on a 6 × 3 × 2 lattice drifting and
 /// spinning freely (no gravity): orientations are drawn until no pair has a
-/// gap below 0.05 (checked with the exhaustive search and a 2.0 skin, so
-/// overlaps are seen), velocities keep every gap above the barrier's 0.005
+/// gap below 0.05 (checked with the exhaustive search and a 0.3 skin, so
+/// overlaps are seen as negative gaps), velocities keep every gap above the barrier's 0.005
 /// for the whole run, so no force acts and the motion is free flight.
 fn drifting_scene(rng: &mut Rng) -> (String, Vec<Vector3<f64>>) {
     let shapes = shapes();
     let cs = ContactShapes::new(&shapes);
-    let check = DetectParams { skin: 2.0, contact_distance: 0.05, entity_lists: false };
+    let check = DetectParams { skin: 0.3, contact_distance: 0.05, entity_lists: false };
     let mut bodies = Bodies::new();
     let mut id = 0;
     for i in 0..6 {
         for j in 0..3 {
             for k in 0..2 {
-                let x = Vector3::new(i as f64, j as f64, k as f64) * 1.55 + rng.unit_vector() * 0.05;
+                let x = Vector3::new(i as f64, j as f64, k as f64) * 1.6 + rng.unit_vector() * 0.05;
                 let shape = (rng.f64() < 0.5) as u32;
-                for _ in 0..200 {
+                for _ in 0..300 {
                     bodies.push(body(id, shape, x, rng.rotation(std::f64::consts::PI)));
                     let last = bodies.len() - 1;
                     let mut out = Contacts::new();
@@ -291,7 +291,7 @@ fn drifting_scene(rng: &mut Rng) -> (String, Vec<Vector3<f64>>) {
         r#"
 [simulation]
 solver = "dem"
-t_end = 0.06
+t_end = 0.04
 dt = 0.001
 gravity = [0.0, 0.0, 0.0]
 
@@ -314,7 +314,7 @@ arm_radius = 0.22
 segments = 6
 
 [contact]
-distance = 0.1
+distance = 0.5
 skin = 0.01
 ENTITY
 
@@ -329,11 +329,11 @@ every = 10
     let mut centres = Vec::new();
     for i in 0..bodies.len() {
         let (x, q) = (bodies.position[i], bodies.orientation[i]);
-        // Speeds: each body moves at most 0.15 × 0.06 = 0.009 and turns a
-        // point at radius 0.9 by about 0.15 × 0.06 × 0.9 ≈ 0.008 at most: a
-        // gap closes by about 0.034 at most < 0.05 − 0.005.
-        let v = rng.unit_vector() * rng.range(0.0, 0.15);
-        let w = rng.unit_vector() * rng.range(0.0, 0.15);
+        // Speeds: each body moves at most 0.25 × 0.04 = 0.01 and turns a
+        // point at radius 0.9 by about 0.25 × 0.04 × 0.9 ≈ 0.009 at most: a
+        // gap closes by about 0.038 at most < 0.05 − 0.005.
+        let v = rng.unit_vector() * rng.range(0.0, 0.25);
+        let w = rng.unit_vector() * rng.range(0.0, 0.25);
         let name = if bodies.shape[i] == 0 { "cube" } else { "tetrapod" };
         text += &format!(
             "\n[[body]]\nshape = \"{name}\"\nposition = [{:.17e}, {:.17e}, {:.17e}]\norientation = [{:.17e}, {:.17e}, {:.17e}, {:.17e}]\nvelocity = [{:.17e}, {:.17e}, {:.17e}]\nangular_velocity = [{:.17e}, {:.17e}, {:.17e}]\n",
@@ -358,12 +358,12 @@ fn mesh_contacts_are_the_same_on_one_and_two_ranks_with_and_without_lists() {
         runs.push(((np, lists), sets));
     }
     let reference = &runs[0].1;
-    assert_eq!(reference.len(), 7, "frames 0, 10, ..., 60");
+    assert_eq!(reference.len(), 5, "frames 0, 10, ..., 40");
     for (k, set) in reference.iter().enumerate() {
         assert!(set.len() > 20, "frame {k}: only {} contacts", set.len());
-        assert!(set.values().all(|&g| g > 0.005 && g < 0.1), "frame {k}: a gap left (0.005, 0.1)");
+        assert!(set.values().all(|&g| g > 0.005 && g < 0.5), "frame {k}: a gap left (0.005, 0.5)");
     }
-    assert_ne!(reference[0].keys().collect::<Vec<_>>(), reference[6].keys().collect::<Vec<_>>(), "the contacts should change");
+    assert_ne!(reference[0].keys().collect::<Vec<_>>(), reference[4].keys().collect::<Vec<_>>(), "the contacts should change");
     for ((np, lists), sets) in &runs[1..] {
         for (k, (set, r)) in sets.iter().zip(reference).enumerate() {
             assert_eq!(set.keys().collect::<Vec<_>>(), r.keys().collect::<Vec<_>>(), "frame {k}, {np} ranks, lists {lists}");
@@ -377,5 +377,6 @@ fn mesh_contacts_are_the_same_on_one_and_two_ranks_with_and_without_lists() {
     let (lo, hi) = centres.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| (l.min(x.x), h.max(x.x)));
     let mid = 0.5 * (lo + hi);
     let across = reference[0].keys().filter(|k| (centres[k.0 as usize].x < mid) != (centres[k.1 as usize].x < mid)).count();
-    assert!(across >= 3, "only {across} contacts between bodies on the two sides of the cut");
+    eprintln!("{} contacts at frame 0, {across} of them across the cut", reference[0].len());
+    assert!(across >= 8, "only {across} contacts between bodies on the two sides of the cut");
 }
