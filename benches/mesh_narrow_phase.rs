@@ -2,15 +2,15 @@
 //! the second-level (sub-region) Verlet lists (`[contact] entity_lists`).
 //!
 //! Scene: N tetrapods (arm length 1, arm radius 0.25, 12 sides; bounding
-//! radius about 1) on a jittered cubic lattice of spacing 1.7, so neighbours'
+//! radius about 1) on a jittered cubic lattice of spacing 1.5, so neighbours'
 //! bounding spheres overlap and their arms interleave; orientations drawn
-//! until no neighbour is closer than 0.02 (exhaustive search). Each body then
-//! drifts and spins (at most 0.004 and 0.004 rad per step), skin 0.05,
-//! contact distance 0.02: both list levels are reused and rebuilt along the
-//! way. Both modes run the same steps and must find the same contacts.
+//! until no neighbour overlaps (exhaustive search). Each body then
+//! drifts and spins (at most MOTION per step and MOTION rad per step), skin
+//! 0.05, contact distance 0.02: both list levels are reused and rebuilt along
+//! the way. Both modes run the same steps and must find the same contacts.
 //!
-//! usage: cargo bench --bench mesh_narrow_phase [-- N STEPS REPS]
-//! (defaults 512 40 3). Prints per mode the median over REPS of the mean
+//! usage: cargo bench --bench mesh_narrow_phase [-- N STEPS REPS MOTION]
+//! (defaults 512 40 3 0.002). Prints per mode the median over REPS of the mean
 //! narrow-phase time per step (first-level builds excluded, entity-list
 //! builds included), and list statistics.
 use nalgebra::{Matrix3, Unit, UnitQuaternion, Vector3};
@@ -59,9 +59,14 @@ fn body(id: u64, position: Vector3<f64>, orientation: UnitQuaternion<f64>) -> Bo
     }
 }
 
+/// Lattice spacing (bounding radius 1: neighbours' arms interleave).
+const SPACING: f64 = 1.5;
+
 fn pack(n: usize, cs: &ContactShapes, rng: &mut Rng) -> Bodies {
     let side = (n as f64).cbrt().ceil() as usize;
-    let check = DetectParams { skin: 2.0, contact_distance: 0.02, entity_lists: false };
+    // Skin 0.2: overlaps up to 0.22 deep show as negative gaps (deeper reach
+    // would see points behind the far side of an arm, 0.5 thick).
+    let check = DetectParams { skin: 0.2, contact_distance: 0.02, entity_lists: false };
     let mut bodies = Bodies::new();
     let mut lattice: Vec<[usize; 3]> = Vec::new();
     'cells: for i in 0..side {
@@ -70,7 +75,7 @@ fn pack(n: usize, cs: &ContactShapes, rng: &mut Rng) -> Bodies {
                 if bodies.len() == n {
                     break 'cells;
                 }
-                let x = Vector3::new(i as f64, j as f64, k as f64) * 1.7 + rng.unit_vector() * 0.05;
+                let x = Vector3::new(i as f64, j as f64, k as f64) * SPACING + rng.unit_vector() * 0.05;
                 let mut placed = false;
                 for _ in 0..500 {
                     let q = UnitQuaternion::from_axis_angle(&Unit::new_normalize(rng.unit_vector()), std::f64::consts::PI * rng.f64());
@@ -82,7 +87,7 @@ fn pack(n: usize, cs: &ContactShapes, rng: &mut Rng) -> Bodies {
                             narrow_phase(o, last, &bodies, cs, &check, &mut out);
                         }
                     }
-                    if out.is_empty() {
+                    if out.gap.iter().all(|&g| g >= 0.0) {
                         lattice.push([i, j, k]);
                         placed = true;
                         break;
@@ -97,20 +102,27 @@ fn pack(n: usize, cs: &ContactShapes, rng: &mut Rng) -> Bodies {
 }
 
 fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let (n, steps, reps) = (args.first().copied().unwrap_or(512), args.get(1).copied().unwrap_or(40), args.get(2).copied().unwrap_or(3));
+    let args: Vec<f64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let arg = |k: usize, default: f64| args.get(k).copied().unwrap_or(default);
+    let (n, steps, reps, motion) = (arg(0, 512.0) as usize, arg(1, 40.0) as usize, arg(2, 3.0) as usize, arg(3, 0.002));
     let shapes = vec![Shape::Mesh(Arc::new(TriMesh::tetrapod(1.0, 0.25, 12)))];
     let cs = ContactShapes::new(&shapes);
     let mut rng = Rng(2025);
     let t0 = Instant::now();
     let start = pack(n, &cs, &mut rng);
     eprintln!("placed {} tetrapods in {:.1} s", start.len(), t0.elapsed().as_secs_f64());
-    let v: Vec<Vector3<f64>> = (0..start.len()).map(|_| rng.unit_vector() * 0.004 * rng.f64()).collect();
-    let w: Vec<Vector3<f64>> = (0..start.len()).map(|_| rng.unit_vector() * 0.004 * rng.f64()).collect();
+    let v: Vec<Vector3<f64>> = (0..start.len()).map(|_| rng.unit_vector() * motion * rng.f64()).collect();
+    let w: Vec<Vector3<f64>> = (0..start.len()).map(|_| rng.unit_vector() * motion * rng.f64()).collect();
     let base = DetectParams { skin: 0.05, contact_distance: 0.02, entity_lists: true };
     let mut medians = Vec::new();
     let mut reference: Option<Vec<Contacts>> = None;
-    for lists in [true, false] {
+    // MESH_BENCH_MODE=lists or =exhaustive runs one mode only (profiling).
+    let modes = match std::env::var("MESH_BENCH_MODE").as_deref() {
+        Ok("lists") => vec![true],
+        Ok("exhaustive") => vec![false],
+        _ => vec![true, false],
+    };
+    for &lists in &modes {
         let params = DetectParams { entity_lists: lists, ..base };
         let mut per_step = Vec::new();
         for _ in 0..reps {
@@ -153,8 +165,11 @@ fn main() {
         per_step.sort_by(f64::total_cmp);
         medians.push(per_step[per_step.len() / 2]);
     }
+    if medians.len() < 2 {
+        return;
+    }
     println!(
-        "mesh_narrow_phase N={} steps={steps} reps={reps}: narrow phase per step median {:.3} ms with entity lists, {:.3} ms without ({:.1}x)",
+        "mesh_narrow_phase N={} steps={steps} reps={reps} motion={motion}: narrow phase per step median {:.3} ms with entity lists, {:.3} ms without ({:.1}x)",
         start.len(),
         1e3 * medians[0],
         1e3 * medians[1],

@@ -12,10 +12,11 @@
 //!   about a vertex, a capsule about an edge, a triangle grown by a ball (it
 //!   lies inside the paper's prism: the triangle extruded ± c/2 along its
 //!   normal and grown by c/2 in its plane). Two volumes overlap exactly when
-//!   the entities are within `c`; the test is a sphere–sphere cull on the
-//!   entities' bounding spheres (body frame, posed), then the exact distance
-//!   ([`crate::geometry::distance`]), with a rounding allowance of
-//!   [`TOL`] × the sum of the bounding radii.
+//!   the entities are within `c`; the test is a sweep and prune along x of
+//!   the entities' world boxes grown by `c` (the entities near the other
+//!   body's bounding sphere only), then the exact distance
+//!   ([`crate::geometry::distance`]), with a rounding allowance of [`TOL`] ×
+//!   the sum of the bounding radii.
 //! - **Validity.** Since the build, a point of body `a` moved relative to a
 //!   point of body `b` by at most `|Δ(x_b − x_a)| + θ_a R_a + θ_b R_b` (θ the
 //!   rotation angle since the build, R the bounding radius), so no entity
@@ -36,7 +37,7 @@
 use super::mesh_mesh::{EntityPairs, PosedMesh};
 use super::BodyPose;
 use crate::body::TriMesh;
-use crate::geometry::{point_segment_distance_squared, point_triangle_distance_squared, segment_segment_distance_squared, MeshFeatures};
+use crate::geometry::{point_segment_distance_squared, point_triangle_distance_squared, segment_segment_distance_squared, Aabb, MeshFeatures};
 use nalgebra::{UnitQuaternion, Vector3};
 use std::collections::HashMap;
 
@@ -86,35 +87,34 @@ pub fn relative_motion(
     shift + angle(&(a.orientation * q_a0.inverse())) * r_a + angle(&(b.orientation * q_b0.inverse())) * r_b
 }
 
-/// An entity near the other body: id and world bounding sphere.
-type Near = (u32, Vector3<f64>, f64);
+/// An entity near the other body: id and world bounding box.
+type Near = (u32, Aabb);
 
-/// Vertices, edges and faces of `m` that can come within `reach` of the
-/// sphere about `centre` (the other body's bounding sphere grown by the
-/// cut-off), each with its world bounding sphere.
+fn aabb_of(points: &[Vector3<f64>]) -> Aabb {
+    let mut b = Aabb::empty();
+    for p in points {
+        b.grow(p);
+    }
+    b
+}
+
+/// Vertices, edges and faces of `m` whose boxes come within `reach` of
+/// `centre` (the other body's bounding sphere grown by the cut-off), each
+/// with its world bounding box.
 fn near(m: &PosedMesh, centre: &Vector3<f64>, reach: f64) -> [Vec<Near>; 3] {
     let f = m.features;
-    let within = |c: &Vector3<f64>, r: f64| (c - centre).norm() - r <= reach;
+    let within = |b: &Aabb| b.intersects_sphere(centre, reach);
     let verts = (0..m.mesh.vertices.len() as u32)
         .filter(|&v| f.is_real_vertex(v))
-        .map(|v| (v, *m.vertex(v), 0.0))
-        .filter(|(_, c, r)| within(c, *r))
+        .map(|v| (v, aabb_of(&[*m.vertex(v)])))
+        .filter(|(_, b)| within(b))
         .collect();
     let edges = (0..f.edges.len() as u32)
         .filter(|&e| f.is_real_edge(e))
-        .map(|e| {
-            let [p, q] = m.edge_ends(e);
-            (e, 0.5 * (p + q), 0.5 * (q - p).norm())
-        })
-        .filter(|(_, c, r)| within(c, *r))
+        .map(|e| (e, aabb_of(&m.edge_ends(e))))
+        .filter(|(_, b)| within(b))
         .collect();
-    let faces = (0..m.mesh.triangles.len() as u32)
-        .map(|t| {
-            let (c, r) = f.triangle_spheres[t as usize];
-            (t, m.pose.position + m.pose.orientation * c, r)
-        })
-        .filter(|(_, c, r)| within(c, *r))
-        .collect();
+    let faces = (0..m.mesh.triangles.len() as u32).map(|t| (t, aabb_of(&m.triangle(t)))).filter(|(_, b)| within(b)).collect();
     [verts, edges, faces]
 }
 
@@ -122,41 +122,72 @@ const VERT: usize = 0;
 const EDGE: usize = 1;
 const FACE: usize = 2;
 
+/// Sweep and prune along x: calls `found(x, y)` for every pair of `xs` and
+/// `ys` whose boxes, those of `xs` grown by `c`, overlap; then sorts `out`.
+fn sweep(xs: &[Near], ys: &[Near], c: f64, out: &mut Vec<(u32, u32)>, exact: &dyn Fn(u32, u32) -> bool) {
+    let grow = |b: &Aabb| Aabb { min: b.min.add_scalar(-c), max: b.max.add_scalar(c) };
+    let xs: Vec<Near> = xs.iter().map(|&(i, b)| (i, grow(&b))).collect();
+    let mut ox: Vec<usize> = (0..xs.len()).collect();
+    let mut oy: Vec<usize> = (0..ys.len()).collect();
+    ox.sort_unstable_by(|&i, &j| xs[i].1.min.x.total_cmp(&xs[j].1.min.x));
+    oy.sort_unstable_by(|&i, &j| ys[i].1.min.x.total_cmp(&ys[j].1.min.x));
+    let overlap = |a: &Aabb, b: &Aabb| (0..3).all(|k| a.min[k] <= b.max[k] && b.min[k] <= a.max[k]);
+    let (mut ax, mut ay): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    let start = out.len();
+    while i < ox.len() || j < oy.len() {
+        let take_x = j == oy.len() || (i < ox.len() && xs[ox[i]].1.min.x <= ys[oy[j]].1.min.x);
+        if take_x {
+            let (id, b) = xs[ox[i]];
+            ay.retain(|&k| ys[k].1.max.x >= b.min.x);
+            for &k in &ay {
+                if overlap(&b, &ys[k].1) && exact(id, ys[k].0) {
+                    out.push((id, ys[k].0));
+                }
+            }
+            ax.push(ox[i]);
+            i += 1;
+        } else {
+            let (id, b) = ys[oy[j]];
+            ax.retain(|&k| xs[k].1.max.x >= b.min.x);
+            for &k in &ax {
+                if overlap(&xs[k].1, &b) && exact(xs[k].0, id) {
+                    out.push((xs[k].0, id));
+                }
+            }
+            ay.push(oy[j]);
+            j += 1;
+        }
+    }
+    out[start..].sort_unstable();
+}
+
 /// The entity pairs of `a` and `b` within `cutoff` of each other (plus
 /// rounding, see the module rules), each kind ascending.
 pub fn build_pairs(a: &PosedMesh, b: &PosedMesh, cutoff: f64) -> EntityPairs {
     let tol = TOL * (a.features.bounding_radius + b.features.bounding_radius);
     let c = cutoff + tol;
+    let c2 = c * c;
     let na = near(a, &b.pose.position, b.features.bounding_radius + c);
     let nb = near(b, &a.pose.position, a.features.bounding_radius + c);
     let mut p = EntityPairs::default();
-    let cross = |xs: &[Near], ys: &[Near], out: &mut Vec<(u32, u32)>, dist2: &dyn Fn(u32, u32) -> f64| {
-        for &(x, cx, rx) in xs {
-            for &(y, cy, ry) in ys {
-                let s = rx + ry + c;
-                if (cx - cy).norm_squared() <= s * s && dist2(x, y) <= c * c {
-                    out.push((x, y));
-                }
-            }
-        }
-    };
     let tri_a = |t: u32| a.triangle(t);
     let tri_b = |t: u32| b.triangle(t);
-    cross(&na[VERT], &nb[FACE], &mut p.vertex_face, &|v, t| point_triangle_distance_squared(a.vertex(v), &tri_b(t)));
-    cross(&na[FACE], &nb[VERT], &mut p.face_vertex, &|t, v| point_triangle_distance_squared(b.vertex(v), &tri_a(t)));
-    cross(&na[EDGE], &nb[EDGE], &mut p.edge_edge, &|ea, eb| {
+    sweep(&na[VERT], &nb[FACE], c, &mut p.vertex_face, &|v, t| point_triangle_distance_squared(a.vertex(v), &tri_b(t)) <= c2);
+    sweep(&na[FACE], &nb[VERT], c, &mut p.face_vertex, &|t, v| point_triangle_distance_squared(b.vertex(v), &tri_a(t)) <= c2);
+    sweep(&na[EDGE], &nb[EDGE], c, &mut p.edge_edge, &|ea, eb| {
         let ([p1, q1], [p2, q2]) = (a.edge_ends(ea), b.edge_ends(eb));
-        segment_segment_distance_squared(&p1, &q1, &p2, &q2)
+        segment_segment_distance_squared(&p1, &q1, &p2, &q2) <= c2
     });
-    cross(&na[VERT], &nb[EDGE], &mut p.vertex_edge, &|v, e| {
+    sweep(&na[VERT], &nb[EDGE], c, &mut p.vertex_edge, &|v, e| {
         let [p, q] = b.edge_ends(e);
-        point_segment_distance_squared(a.vertex(v), &p, &q)
+        point_segment_distance_squared(a.vertex(v), &p, &q) <= c2
     });
-    cross(&na[EDGE], &nb[VERT], &mut p.edge_vertex, &|e, v| {
+    sweep(&na[EDGE], &nb[VERT], c, &mut p.edge_vertex, &|e, v| {
         let [p, q] = a.edge_ends(e);
-        point_segment_distance_squared(b.vertex(v), &p, &q)
+        point_segment_distance_squared(b.vertex(v), &p, &q) <= c2
     });
-    cross(&na[VERT], &nb[VERT], &mut p.vertex_vertex, &|va, vb| (a.vertex(va) - b.vertex(vb)).norm_squared());
+    sweep(&na[VERT], &nb[VERT], c, &mut p.vertex_vertex, &|va, vb| (a.vertex(va) - b.vertex(vb)).norm_squared() <= c2);
     p
 }
 
