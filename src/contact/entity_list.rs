@@ -34,7 +34,7 @@
 //! - Sphere–mesh and mesh–wall keep their direct search: the closest-feature
 //!   scan with triangle-sphere culling and the vertex–plane loop cost about
 //!   as much as a list lookup.
-use super::mesh_mesh::{EntityPairs, PosedMesh};
+use super::mesh_mesh::{EntityPairs, PoseScratch, PosedMesh};
 use super::BodyPose;
 use crate::body::TriMesh;
 use crate::geometry::{point_segment_distance_squared, point_triangle_distance_squared, segment_segment_distance_squared, Aabb, MeshFeatures};
@@ -62,6 +62,8 @@ pub struct EntityLists {
     lists: HashMap<(u64, u64), PairList>,
     builds: u64,
     evaluated: u64,
+    /// Pose buffers for the narrow phase of the listed pairs.
+    scratch: [PoseScratch; 2],
 }
 
 /// Rotation angle of `q` in `[0, π]`, accurate for small angles.
@@ -200,7 +202,7 @@ impl EntityLists {
     /// The entity list of the body pair `(a, b)` (`a` the smaller id), built
     /// with cut-off `inflation + budget` when missing or when the relative
     /// motion since its build exceeds `budget`. `epoch` is the current
-    /// first-level build count.
+    /// first-level build count. Also hands out the pose buffers.
     #[allow(clippy::too_many_arguments)]
     pub fn get(
         &mut self,
@@ -213,7 +215,7 @@ impl EntityLists {
         inflation: f64,
         budget: f64,
         epoch: u64,
-    ) -> &EntityPairs {
+    ) -> (&EntityPairs, &mut [PoseScratch; 2]) {
         debug_assert!(a.id < b.id, "entity lists are keyed with the smaller id first");
         let (ra, rb) = (fa.bounding_radius, fb.bounding_radius);
         let valid = |l: &PairList| relative_motion(a, ra, b, rb, &l.x_a, &l.q_a, &l.x_b, &l.q_b) <= budget;
@@ -235,7 +237,7 @@ impl EntityLists {
         };
         list.epoch = epoch;
         self.evaluated += list.pairs.len() as u64;
-        &list.pairs
+        (&list.pairs, &mut self.scratch)
     }
 
     /// Drops the lists not used during first-level build `epoch − 1` or

@@ -77,6 +77,15 @@ impl PairHit {
     }
 }
 
+/// Reusable buffers of a [`PosedMesh`] (see [`PosedMesh::new_sparse`]).
+#[derive(Clone, Debug, Default)]
+pub struct PoseScratch {
+    x: Vec<Vector3<f64>>,
+    face_normals: Vec<Vector3<f64>>,
+    vertex_normals: Vec<Vector3<f64>>,
+    cone: Vec<Vector3<f64>>,
+}
+
 /// A mesh body posed in the world: vertices, normals and vertex cones
 /// transformed once per body pair.
 pub struct PosedMesh<'a> {
@@ -107,29 +116,28 @@ impl<'a> PosedMesh<'a> {
         }
     }
 
-    /// Poses only the entities `verts`, `edges` and `faces` of `mesh` (the
-    /// others stay zero): what an evaluation of a short [`EntityPairs`] list
-    /// reads, at a cost proportional to the list. Each posed value is computed
-    /// by the same expression as in [`PosedMesh::new`], so results agree bit
-    /// for bit.
+    /// Poses only the entities `verts`, `edges` and `faces` of `mesh`: what
+    /// an evaluation of a short [`EntityPairs`] list reads, at a cost
+    /// proportional to the list. The buffers come from `scratch` (give them
+    /// back with [`PosedMesh::into_scratch`]); entries not posed keep stale
+    /// values and are never read. Each posed value is computed by the same
+    /// expression as in [`PosedMesh::new`], so results agree bit for bit.
     pub fn new_sparse(
         pose: &'a BodyPose,
         mesh: &'a TriMesh,
         features: &'a MeshFeatures,
+        scratch: PoseScratch,
         verts: impl Iterator<Item = u32>,
         edges: impl Iterator<Item = u32>,
         faces: impl Iterator<Item = u32>,
     ) -> Self {
         let r = pose.orientation.to_rotation_matrix();
-        let mut m = Self {
-            pose,
-            mesh,
-            features,
-            x: vec![Vector3::zeros(); mesh.vertices.len()],
-            face_normals: vec![Vector3::zeros(); features.face_normals.len()],
-            vertex_normals: vec![Vector3::zeros(); features.vertex_normals.len()],
-            cone: vec![Vector3::zeros(); features.vertex_cone_normals.len()],
-        };
+        let PoseScratch { mut x, mut face_normals, mut vertex_normals, mut cone } = scratch;
+        x.resize(mesh.vertices.len(), Vector3::zeros());
+        face_normals.resize(features.face_normals.len(), Vector3::zeros());
+        vertex_normals.resize(features.vertex_normals.len(), Vector3::zeros());
+        cone.resize(features.vertex_cone_normals.len(), Vector3::zeros());
+        let mut m = Self { pose, mesh, features, x, face_normals, vertex_normals, cone };
         let f = features;
         let put_x = |x: &mut Vec<Vector3<f64>>, v: u32| x[v as usize] = pose.position + r * mesh.vertices[v as usize];
         for v in verts {
@@ -154,6 +162,11 @@ impl<'a> PosedMesh<'a> {
             m.face_normals[t as usize] = r * f.face_normals[t as usize];
         }
         m
+    }
+
+    /// The buffers back, for the next [`PosedMesh::new_sparse`].
+    pub fn into_scratch(self) -> PoseScratch {
+        PoseScratch { x: self.x, face_normals: self.face_normals, vertex_normals: self.vertex_normals, cone: self.cone }
     }
 
     /// World position of vertex `v`.
@@ -551,7 +564,7 @@ pub fn mesh_mesh(
 /// [`mesh_mesh`] evaluating only `pairs`, the second-level Verlet list of the
 /// body pair (sub-regions of `pa` first): the same contacts as [`mesh_mesh`]
 /// when `pairs` holds every pair of entities within `inflation` of each other
-/// (see [`super::entity_list`]).
+/// (see [`super::entity_list`]). `scratch`: reused pose buffers.
 #[allow(clippy::too_many_arguments)]
 pub fn mesh_mesh_listed(
     pa: &BodyPose,
@@ -563,18 +576,21 @@ pub fn mesh_mesh_listed(
     pairs: &EntityPairs,
     contact_distance: f64,
     inflation: f64,
+    scratch: &mut [PoseScratch; 2],
     out: &mut Contacts,
 ) {
     if pairs.is_empty() {
         return;
     }
     let (va, ea, ta) = pairs.entities(false);
-    let a = PosedMesh::new_sparse(pa, mesh_a, fa, va, ea, ta);
+    let a = PosedMesh::new_sparse(pa, mesh_a, fa, std::mem::take(&mut scratch[0]), va, ea, ta);
     let (vb, eb, tb) = pairs.entities(true);
-    let b = PosedMesh::new_sparse(pb, mesh_b, fb, vb, eb, tb);
+    let b = PosedMesh::new_sparse(pb, mesh_b, fb, std::mem::take(&mut scratch[1]), vb, eb, tb);
     let mut hits = evaluate_pairs(&a, &b, pairs, contact_distance, inflation.max(contact_distance));
     apply_hierarchy(&mut hits, &a, &b);
     push_hits(&hits, pa, pb, out);
+    scratch[0] = a.into_scratch();
+    scratch[1] = b.into_scratch();
 }
 
 /// One contact per hit (see [`mesh_mesh`]).

@@ -183,8 +183,8 @@ pub fn narrow_phase_listed(
     let (pi, pj) = (BodyPose::of(bodies, i), BodyPose::of(bodies, j));
     let ((p, m, f), (q, n, g)) = if pi.id < pj.id { ((&pi, mi, fi), (&pj, mj, fj)) } else { ((&pj, mj, fj), (&pi, mi, fi)) };
     let inflation = params.inflation();
-    let pairs = lists.get(p, m, f, q, n, g, inflation, params.skin, epoch);
-    mesh_mesh::mesh_mesh_listed(p, m, f, q, n, g, pairs, params.contact_distance, inflation, out);
+    let (pairs, scratch) = lists.get(p, m, f, q, n, g, inflation, params.skin, epoch);
+    mesh_mesh::mesh_mesh_listed(p, m, f, q, n, g, pairs, params.contact_distance, inflation, scratch, out);
 }
 
 /// Narrow phase for local body `i` against wall `w`: pushes the contacts
