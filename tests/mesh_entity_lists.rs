@@ -233,7 +233,9 @@ fn lists_survive_moves_within_the_budget_and_are_rebuilt_beyond_it() {
 }
 
 /// (a, b, sub_a, sub_b) -> gap of one frame's contacts.
-fn contact_set(file: &std::path::Path, frame: &str) -> BTreeMap<(u64, u64, u32, u32), f64> {
+type ContactSet = BTreeMap<(u64, u64, u32, u32), f64>;
+
+fn contact_set(file: &std::path::Path, frame: &str) -> ContactSet {
     let f = hdf5::File::open(file).unwrap();
     let c = f.group(&format!("frames/{frame}/contacts")).unwrap();
     let u = |n: &str| c.dataset(n).unwrap().read_raw::<u64>().unwrap();
@@ -382,7 +384,7 @@ fn mesh_contacts_are_the_same_on_one_and_two_ranks_with_and_without_lists() {
 }
 
 /// Positions of every frame (rows by body id) and the contact sets.
-fn trajectory(file: &std::path::Path) -> Vec<(Vec<f64>, BTreeMap<(u64, u64, u32, u32), f64>)> {
+fn trajectory(file: &std::path::Path) -> Vec<(Vec<f64>, ContactSet)> {
     let f = hdf5::File::open(file).unwrap();
     frames(file)
         .iter()
