@@ -210,7 +210,7 @@ impl<'a> Sim<'a> {
             contacts: Contacts::new(),
             forces: ContactForces::default(),
             verlet: VerletList::new(),
-            params: DetectParams { skin: scene.contact.skin, contact_distance: scene.contact.distance },
+            params: DetectParams { entity_lists: scene.contact.entity_lists, ..DetectParams::new(scene.contact.skin, scene.contact.distance) },
             reference: Vec::new(),
             timers: Timers::default(),
             rebuilds: 0,

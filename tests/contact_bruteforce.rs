@@ -173,7 +173,7 @@ fn assert_conventions(bodies: &Bodies, out: &Contacts) {
     }
 }
 
-const PARAMS: DetectParams = DetectParams { skin: 0.1, contact_distance: 0.05 };
+const PARAMS: DetectParams = DetectParams { skin: 0.1, contact_distance: 0.05, entity_lists: true };
 
 #[test]
 fn random_sphere_pack_matches_brute_force() {

@@ -172,6 +172,9 @@ pub struct ContactCfg {
     pub skin: Option<f64>,
     /// Contacts are reported while the gap is below this distance.
     pub distance: Option<f64>,
+    /// Second-level Verlet lists of sub-region pairs for mesh–mesh pairs
+    /// (default true; false gives the same contacts, searched every step).
+    pub entity_lists: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]

@@ -266,6 +266,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
             Some(v) => c.non_negative("contact.distance", v)?,
             None => 0.1 * rmin,
         },
+        entity_lists: cfg.contact.entity_lists.unwrap_or(true),
     };
     let imbalance = cfg.parallel.imbalance;
     if !(imbalance.is_finite() && imbalance >= 1.0) {

@@ -18,7 +18,7 @@
 //! - Candidate lists are sorted ascending, so results never depend on cell
 //!   traversal order. The grid is a counting sort (no hashing, no allocation
 //!   per pair; buffers are reused between builds).
-use super::{ContactShapes, DetectParams};
+use super::{ContactShapes, DetectParams, EntityLists};
 use crate::body::Bodies;
 use crate::scene::Wall;
 use nalgebra::Vector3;
@@ -233,7 +233,8 @@ pub fn candidate_wall_pairs(
 /// Candidate pairs kept between rebuilds, with the positions they were built
 /// at. The list is valid while every body has moved at most `skin / 2` since
 /// the build (two bodies then closed in by at most `skin`) and the local
-/// bodies (ids, walls, parameters) are the same.
+/// bodies (ids, walls, parameters) are the same. It also keeps the
+/// second-level lists of its mesh pairs ([`EntityLists`]).
 #[derive(Clone, Debug, Default)]
 pub struct VerletList {
     pairs: Vec<(usize, usize)>,
@@ -245,6 +246,7 @@ pub struct VerletList {
     builds: u64,
     radii: Vec<f64>,
     cells: LinkedCells,
+    entities: EntityLists,
 }
 
 impl VerletList {
@@ -269,6 +271,7 @@ impl VerletList {
         self.n_walls = walls.len();
         self.params = Some(*params);
         self.builds += 1;
+        self.entities.prune(self.builds);
     }
 
     /// True when the list was never built, the number of bodies changed, or
@@ -300,6 +303,17 @@ impl VerletList {
     /// Candidate body pairs `(i, j)`, `i < j` local indices, ascending.
     pub fn pairs(&self) -> &[(usize, usize)] {
         &self.pairs
+    }
+
+    /// The candidate body pairs and the second-level lists, to run the
+    /// narrow phase through them.
+    pub fn pairs_and_entity_lists(&mut self) -> (&[(usize, usize)], &mut EntityLists) {
+        (&self.pairs, &mut self.entities)
+    }
+
+    /// The second-level lists of the mesh body pairs.
+    pub fn entity_lists(&self) -> &EntityLists {
+        &self.entities
     }
 
     /// Candidate `(body, wall)` pairs, ascending.

@@ -3,26 +3,29 @@
 //!
 //! 1. Sub-regions: the real vertices, real edges (not the diagonal of a flat
 //!    tessellated face) and triangles of both meshes, posed in the world.
-//! 2. Candidates: features of one body within the other's bounding sphere
-//!    inflated by `inflation` (= contact distance + skin), then per-entity
-//!    inflated bounding volumes (a box around the sphere of a vertex, the
-//!    capsule of an edge, the prism of a face, each grown by `inflation / 2`)
-//!    tested pairwise.
+//! 2. Candidates ([`EntityPairs`]): either the second-level Verlet list of the
+//!    body pair ([`super::entity_list`], [`mesh_mesh_listed`]), or, without
+//!    lists ([`mesh_mesh`]), the features of one body within the other's
+//!    bounding sphere inflated by `inflation` (= contact distance + skin),
+//!    then per-entity world boxes (a vertex, the box of an edge or a face,
+//!    each grown by `inflation / 2`) tested pairwise.
 //! 3. Local problems in closed form with their validity ranges, one file per
 //!    pair: [`super::vertex_face`], [`super::edge_edge`],
 //!    [`super::vertex_edge`], [`super::vertex_vertex`]. Face–face and
-//!    edge–face are represented by their edges and vertices (Fig. 4).
+//!    edge–face are represented by their edges and vertices (Fig. 4). A pair
+//!    is kept when `−inflation ≤ gap < contact_distance`: its two points are
+//!    `|gap|` apart, so both candidate sources (each holding every pair of
+//!    entities within `inflation`) give the same contacts.
 //! 4. Contact hierarchy for concave regions (§3.6): [`apply_hierarchy`].
 //!
-//! Known limits: the per-entity search is all-pairs over the culled features
-//! (no second-level Verlet lists yet); a vertex deeper than `inflation`
-//! behind a face is not seen.
+//! Known limit: a vertex deeper than `inflation` behind a face is not seen.
 use super::edge_edge::{edge_edge, EdgeGeom};
 use super::vertex_edge::vertex_edge;
 use super::vertex_face::vertex_face;
 use super::vertex_vertex::vertex_vertex;
 use super::{BodyPose, Contact, Contacts};
 use crate::body::TriMesh;
+use crate::geometry::mesh_features::NONE;
 use crate::geometry::{Aabb, MeshFeatures, SubRegion};
 use nalgebra::Vector3;
 
@@ -74,6 +77,15 @@ impl PairHit {
     }
 }
 
+/// Reusable buffers of a [`PosedMesh`] (see [`PosedMesh::new_sparse`]).
+#[derive(Clone, Debug, Default)]
+pub struct PoseScratch {
+    x: Vec<Vector3<f64>>,
+    face_normals: Vec<Vector3<f64>>,
+    vertex_normals: Vec<Vector3<f64>>,
+    cone: Vec<Vector3<f64>>,
+}
+
 /// A mesh body posed in the world: vertices, normals and vertex cones
 /// transformed once per body pair.
 pub struct PosedMesh<'a> {
@@ -104,6 +116,74 @@ impl<'a> PosedMesh<'a> {
         }
     }
 
+    /// Poses only the entities `verts`, `edges` and `faces` of `mesh`: what
+    /// an evaluation of a short [`EntityPairs`] list reads, at a cost
+    /// proportional to the list. The buffers come from `scratch` (give them
+    /// back with [`PosedMesh::into_scratch`]); entries not posed keep stale
+    /// values and are never read. Each posed value is computed by the same
+    /// expression as in [`PosedMesh::new`], so results agree bit for bit.
+    pub fn new_sparse(
+        pose: &'a BodyPose,
+        mesh: &'a TriMesh,
+        features: &'a MeshFeatures,
+        scratch: PoseScratch,
+        verts: impl Iterator<Item = u32>,
+        edges: impl Iterator<Item = u32>,
+        faces: impl Iterator<Item = u32>,
+    ) -> Self {
+        let r = pose.orientation.to_rotation_matrix();
+        let PoseScratch { mut x, mut face_normals, mut vertex_normals, mut cone } = scratch;
+        x.resize(mesh.vertices.len(), Vector3::zeros());
+        face_normals.resize(features.face_normals.len(), Vector3::zeros());
+        vertex_normals.resize(features.vertex_normals.len(), Vector3::zeros());
+        cone.resize(features.vertex_cone_normals.len(), Vector3::zeros());
+        let mut m = Self { pose, mesh, features, x, face_normals, vertex_normals, cone };
+        let f = features;
+        let put_x = |x: &mut Vec<Vector3<f64>>, v: u32| x[v as usize] = pose.position + r * mesh.vertices[v as usize];
+        for v in verts {
+            put_x(&mut m.x, v);
+            m.vertex_normals[v as usize] = r * f.vertex_normals[v as usize];
+            for k in f.vertex_cone_start[v as usize] as usize..f.vertex_cone_start[v as usize + 1] as usize {
+                m.cone[k] = r * f.vertex_cone_normals[k];
+            }
+        }
+        for e in edges {
+            for v in f.edges[e as usize] {
+                put_x(&mut m.x, v);
+            }
+            for t in f.edge_triangles[e as usize].into_iter().filter(|&t| t != NONE) {
+                m.face_normals[t as usize] = r * f.face_normals[t as usize];
+            }
+        }
+        for t in faces {
+            for v in mesh.triangles[t as usize] {
+                put_x(&mut m.x, v);
+            }
+            m.face_normals[t as usize] = r * f.face_normals[t as usize];
+        }
+        m
+    }
+
+    /// The buffers back, for the next [`PosedMesh::new_sparse`].
+    pub fn into_scratch(self) -> PoseScratch {
+        PoseScratch { x: self.x, face_normals: self.face_normals, vertex_normals: self.vertex_normals, cone: self.cone }
+    }
+
+    /// World position of vertex `v`.
+    pub fn vertex(&self, v: u32) -> &Vector3<f64> {
+        &self.x[v as usize]
+    }
+
+    /// World end points of edge `e`.
+    pub fn edge_ends(&self, e: u32) -> [Vector3<f64>; 2] {
+        self.features.edges[e as usize].map(|v| self.x[v as usize])
+    }
+
+    /// World corners of triangle `t`.
+    pub fn triangle(&self, t: u32) -> [Vector3<f64>; 3] {
+        self.mesh.triangles[t as usize].map(|i| self.x[i as usize])
+    }
+
     fn vertex_cone(&self, v: u32) -> &[Vector3<f64>] {
         let f = self.features;
         &self.cone[f.vertex_cone_start[v as usize] as usize..f.vertex_cone_start[v as usize + 1] as usize]
@@ -118,10 +198,6 @@ impl<'a> PosedMesh<'a> {
             n1: self.face_normals[t0 as usize],
             n2: self.face_normals[t1 as usize],
         }
-    }
-
-    fn triangle(&self, t: u32) -> [Vector3<f64>; 3] {
-        self.mesh.triangles[t as usize].map(|i| self.x[i as usize])
     }
 
     /// Triangle edges that are inclusive in `t`'s validity range: flat
@@ -201,76 +277,153 @@ fn near_features(m: &PosedMesh, centre: &Vector3<f64>, reach: f64, pad: f64) -> 
     Near { verts, edges, faces }
 }
 
-/// All valid sub-region pairs of `a` and `b` with gap below
-/// `contact_distance`, before the hierarchy rules. Order: vertex(a)–face(b),
-/// face(a)–vertex(b), edge–edge, vertex(a)–edge(b), edge(a)–vertex(b),
-/// vertex–vertex, each in ascending feature ids.
-pub fn mesh_mesh_candidates(a: &PosedMesh, b: &PosedMesh, contact_distance: f64, inflation: f64) -> Vec<PairHit> {
+/// Sub-region pairs of two meshes `a` and `b` to evaluate, by kind, each
+/// list ascending by `(feature of a, feature of b)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EntityPairs {
+    /// (vertex of `a`, face of `b`).
+    pub vertex_face: Vec<(u32, u32)>,
+    /// (face of `a`, vertex of `b`).
+    pub face_vertex: Vec<(u32, u32)>,
+    /// (edge of `a`, edge of `b`).
+    pub edge_edge: Vec<(u32, u32)>,
+    /// (vertex of `a`, edge of `b`).
+    pub vertex_edge: Vec<(u32, u32)>,
+    /// (edge of `a`, vertex of `b`).
+    pub edge_vertex: Vec<(u32, u32)>,
+    /// (vertex of `a`, vertex of `b`).
+    pub vertex_vertex: Vec<(u32, u32)>,
+}
+
+impl EntityPairs {
+    /// Total number of pairs.
+    pub fn len(&self) -> usize {
+        self.vertex_face.len()
+            + self.face_vertex.len()
+            + self.edge_edge.len()
+            + self.vertex_edge.len()
+            + self.edge_vertex.len()
+            + self.vertex_vertex.len()
+    }
+
+    /// True when there is no pair.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Empties every list, keeping the allocations.
+    pub fn clear(&mut self) {
+        for l in self.lists_mut() {
+            l.clear();
+        }
+    }
+
+    fn lists_mut(&mut self) -> [&mut Vec<(u32, u32)>; 6] {
+        [
+            &mut self.vertex_face,
+            &mut self.face_vertex,
+            &mut self.edge_edge,
+            &mut self.vertex_edge,
+            &mut self.edge_vertex,
+            &mut self.vertex_vertex,
+        ]
+    }
+
+    /// The vertices, edges and faces of side `a` (`side_b` false) or `b` that
+    /// the pairs name (with repeats).
+    fn entities(&self, side_b: bool) -> (impl Iterator<Item = u32> + '_, impl Iterator<Item = u32> + '_, impl Iterator<Item = u32> + '_) {
+        let pick = move |&(x, y): &(u32, u32)| if side_b { y } else { x };
+        let (v_lists, e_lists, f_lists) = if side_b {
+            ([&self.face_vertex, &self.edge_vertex, &self.vertex_vertex], [&self.vertex_edge, &self.edge_edge], [&self.vertex_face])
+        } else {
+            ([&self.vertex_face, &self.vertex_edge, &self.vertex_vertex], [&self.edge_vertex, &self.edge_edge], [&self.face_vertex])
+        };
+        (
+            v_lists.into_iter().flat_map(move |l| l.iter().map(pick)),
+            e_lists.into_iter().flat_map(move |l| l.iter().map(pick)),
+            f_lists.into_iter().flat_map(move |l| l.iter().map(pick)),
+        )
+    }
+}
+
+/// The candidate pairs of the search without lists: features of each body
+/// within the other's bounding sphere grown by `inflation`, then world boxes
+/// grown by `inflation / 2` that overlap. Holds every pair of entities within
+/// `inflation` of each other.
+pub fn box_culled_pairs(a: &PosedMesh, b: &PosedMesh, inflation: f64) -> EntityPairs {
     let pad = 0.5 * inflation;
     let na = near_features(a, &b.pose.position, b.features.bounding_radius + inflation, pad);
     let nb = near_features(b, &a.pose.position, a.features.bounding_radius + inflation, pad);
+    let mut p = EntityPairs::default();
+    let cross = |xs: &[(u32, Aabb)], ys: &[(u32, Aabb)], out: &mut Vec<(u32, u32)>| {
+        for &(x, bx) in xs {
+            for &(y, by) in ys {
+                if boxes_overlap(&bx, &by) {
+                    out.push((x, y));
+                }
+            }
+        }
+    };
+    cross(&na.verts, &nb.faces, &mut p.vertex_face);
+    cross(&na.faces, &nb.verts, &mut p.face_vertex);
+    cross(&na.edges, &nb.edges, &mut p.edge_edge);
+    cross(&na.verts, &nb.edges, &mut p.vertex_edge);
+    cross(&na.edges, &nb.verts, &mut p.edge_vertex);
+    cross(&na.verts, &nb.verts, &mut p.vertex_vertex);
+    p
+}
+
+/// Solves the local problem of every pair in `pairs` and keeps the valid ones
+/// with `−reach ≤ gap < contact_distance`, before the hierarchy rules. Order:
+/// that of `pairs` (vertex(a)–face(b), face(a)–vertex(b), edge–edge,
+/// vertex(a)–edge(b), edge(a)–vertex(b), vertex–vertex).
+pub fn evaluate_pairs(a: &PosedMesh, b: &PosedMesh, pairs: &EntityPairs, contact_distance: f64, reach: f64) -> Vec<PairHit> {
     let mut out = Vec::new();
     let mut keep = |sa: SubRegion, sb: SubRegion, h: Option<FeatureHit>| {
         if let Some(hit) = h {
-            if hit.gap < contact_distance {
+            // The two points are |gap| apart: deeper pairs need not be candidates.
+            if hit.gap < contact_distance && hit.gap >= -reach {
                 out.push(PairHit { sa, sb, hit });
             }
         }
     };
-    for &(v, bv) in &na.verts {
-        for &(t, bt) in &nb.faces {
-            if boxes_overlap(&bv, &bt) {
-                let h = vertex_face(&a.x[v as usize], &a.vertex_normals[v as usize], &b.triangle(t), &b.face_normals[t as usize], b.inclusive(t));
-                keep(SubRegion::Vertex(v), SubRegion::Face(t), h);
-            }
-        }
+    for &(v, t) in &pairs.vertex_face {
+        let h = vertex_face(&a.x[v as usize], &a.vertex_normals[v as usize], &b.triangle(t), &b.face_normals[t as usize], b.inclusive(t));
+        keep(SubRegion::Vertex(v), SubRegion::Face(t), h);
     }
-    for &(t, bt) in &na.faces {
-        for &(v, bv) in &nb.verts {
-            if boxes_overlap(&bv, &bt) {
-                let h = vertex_face(&b.x[v as usize], &b.vertex_normals[v as usize], &a.triangle(t), &a.face_normals[t as usize], a.inclusive(t));
-                keep(SubRegion::Face(t), SubRegion::Vertex(v), h.map(FeatureHit::swapped));
-            }
-        }
+    for &(t, v) in &pairs.face_vertex {
+        let h = vertex_face(&b.x[v as usize], &b.vertex_normals[v as usize], &a.triangle(t), &a.face_normals[t as usize], a.inclusive(t));
+        keep(SubRegion::Face(t), SubRegion::Vertex(v), h.map(FeatureHit::swapped));
     }
-    for &(ea, ba) in &na.edges {
-        for &(eb, bb) in &nb.edges {
-            if boxes_overlap(&ba, &bb) {
-                keep(SubRegion::Edge(ea), SubRegion::Edge(eb), edge_edge(&a.edge(ea), &b.edge(eb)));
-            }
-        }
+    for &(ea, eb) in &pairs.edge_edge {
+        keep(SubRegion::Edge(ea), SubRegion::Edge(eb), edge_edge(&a.edge(ea), &b.edge(eb)));
     }
-    for &(v, bv) in &na.verts {
-        for &(e, be) in &nb.edges {
-            if boxes_overlap(&bv, &be) {
-                keep(SubRegion::Vertex(v), SubRegion::Edge(e), vertex_edge(&a.x[v as usize], a.vertex_cone(v), &b.edge(e)));
-            }
-        }
+    for &(v, e) in &pairs.vertex_edge {
+        keep(SubRegion::Vertex(v), SubRegion::Edge(e), vertex_edge(&a.x[v as usize], a.vertex_cone(v), &b.edge(e)));
     }
-    for &(e, be) in &na.edges {
-        for &(v, bv) in &nb.verts {
-            if boxes_overlap(&bv, &be) {
-                let h = vertex_edge(&b.x[v as usize], b.vertex_cone(v), &a.edge(e));
-                keep(SubRegion::Edge(e), SubRegion::Vertex(v), h.map(FeatureHit::swapped));
-            }
-        }
+    for &(e, v) in &pairs.edge_vertex {
+        let h = vertex_edge(&b.x[v as usize], b.vertex_cone(v), &a.edge(e));
+        keep(SubRegion::Edge(e), SubRegion::Vertex(v), h.map(FeatureHit::swapped));
     }
-    for &(va, ba) in &na.verts {
-        for &(vb, bb) in &nb.verts {
-            if boxes_overlap(&ba, &bb) {
-                let h = vertex_vertex(
-                    &a.x[va as usize],
-                    a.vertex_cone(va),
-                    &a.vertex_normals[va as usize],
-                    &b.x[vb as usize],
-                    b.vertex_cone(vb),
-                    &b.vertex_normals[vb as usize],
-                );
-                keep(SubRegion::Vertex(va), SubRegion::Vertex(vb), h);
-            }
-        }
+    for &(va, vb) in &pairs.vertex_vertex {
+        let h = vertex_vertex(
+            &a.x[va as usize],
+            a.vertex_cone(va),
+            &a.vertex_normals[va as usize],
+            &b.x[vb as usize],
+            b.vertex_cone(vb),
+            &b.vertex_normals[vb as usize],
+        );
+        keep(SubRegion::Vertex(va), SubRegion::Vertex(vb), h);
     }
     out
+}
+
+/// All valid sub-region pairs of `a` and `b` with `−inflation ≤ gap <
+/// contact_distance`, before the hierarchy rules, from the search without
+/// lists ([`box_culled_pairs`], [`evaluate_pairs`]).
+pub fn mesh_mesh_candidates(a: &PosedMesh, b: &PosedMesh, contact_distance: f64, inflation: f64) -> Vec<PairHit> {
+    evaluate_pairs(a, b, &box_culled_pairs(a, b, inflation), contact_distance, inflation)
 }
 
 /// Side `b` when `from_b`, else side `a`.
@@ -387,7 +540,8 @@ pub fn apply_hierarchy(hits: &mut Vec<PairHit>, a: &PosedMesh, b: &PosedMesh) {
 /// sub-region pair with gap below `contact_distance` that survives the
 /// hierarchy, ordered (`a` the smaller id), point midway, lever arms from
 /// the centres of mass. `inflation` (≥ `contact_distance`, usually contact
-/// distance + skin) sizes the per-entity bounding volumes.
+/// distance + skin) sizes the per-entity bounding volumes and is the deepest
+/// penetration seen.
 #[allow(clippy::too_many_arguments)]
 pub fn mesh_mesh(
     pa: &BodyPose,
@@ -404,6 +558,43 @@ pub fn mesh_mesh(
     let b = PosedMesh::new(pb, mesh_b, fb);
     let mut hits = mesh_mesh_candidates(&a, &b, contact_distance, inflation.max(contact_distance));
     apply_hierarchy(&mut hits, &a, &b);
+    push_hits(&hits, pa, pb, out);
+}
+
+/// [`mesh_mesh`] evaluating only `pairs`, the second-level Verlet list of the
+/// body pair (sub-regions of `pa` first): the same contacts as [`mesh_mesh`]
+/// when `pairs` holds every pair of entities within `inflation` of each other
+/// (see [`super::entity_list`]). `scratch`: reused pose buffers.
+#[allow(clippy::too_many_arguments)]
+pub fn mesh_mesh_listed(
+    pa: &BodyPose,
+    mesh_a: &TriMesh,
+    fa: &MeshFeatures,
+    pb: &BodyPose,
+    mesh_b: &TriMesh,
+    fb: &MeshFeatures,
+    pairs: &EntityPairs,
+    contact_distance: f64,
+    inflation: f64,
+    scratch: &mut [PoseScratch; 2],
+    out: &mut Contacts,
+) {
+    if pairs.is_empty() {
+        return;
+    }
+    let (va, ea, ta) = pairs.entities(false);
+    let a = PosedMesh::new_sparse(pa, mesh_a, fa, std::mem::take(&mut scratch[0]), va, ea, ta);
+    let (vb, eb, tb) = pairs.entities(true);
+    let b = PosedMesh::new_sparse(pb, mesh_b, fb, std::mem::take(&mut scratch[1]), vb, eb, tb);
+    let mut hits = evaluate_pairs(&a, &b, pairs, contact_distance, inflation.max(contact_distance));
+    apply_hierarchy(&mut hits, &a, &b);
+    push_hits(&hits, pa, pb, out);
+    scratch[0] = a.into_scratch();
+    scratch[1] = b.into_scratch();
+}
+
+/// One contact per hit (see [`mesh_mesh`]).
+fn push_hits(hits: &[PairHit], pa: &BodyPose, pb: &BodyPose, out: &mut Contacts) {
     for h in hits {
         let point = h.hit.midpoint();
         out.push(

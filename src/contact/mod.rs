@@ -1,7 +1,8 @@
 //! Contact detection, time-step stage 2 "contact" (DESIGN.md "One time
-//! step"): broad phase (linked cells + Verlet lists, [`broad`]), narrow phase
-//! (one file per shape pair, dispatched by [`narrow_phase`]) and the contact
-//! list ([`Contacts`]).
+//! step"): broad phase (linked cells + Verlet lists of body pairs,
+//! [`broad`]), second-level Verlet lists of sub-region pairs for mesh body
+//! pairs ([`entity_list`]), narrow phase (one file per shape pair, dispatched
+//! by [`narrow_phase`]) and the contact list ([`Contacts`]).
 //!
 //! Pure and MPI-free: the functions take the local bodies (owned first, ghosts
 //! after, local indices `0..bodies.len()`), the shapes and the walls, and
@@ -9,6 +10,7 @@
 //! `contact/<shape>_<shape>.rs` and add an arm to [`narrow_phase`].
 pub mod broad;
 pub mod edge_edge;
+pub mod entity_list;
 pub mod list;
 pub mod mesh_mesh;
 pub mod mesh_wall;
@@ -20,6 +22,7 @@ pub mod vertex_face;
 pub mod vertex_vertex;
 
 pub use broad::VerletList;
+pub use entity_list::EntityLists;
 pub use list::{Contact, Contacts, WALL_ID_BASE, WALL_INDEX};
 
 use crate::body::{Bodies, Shape};
@@ -37,6 +40,22 @@ pub struct DetectParams {
     /// Detection distance (length, >= 0): a contact is reported when its gap
     /// is below this, so it exists slightly before the surfaces touch.
     pub contact_distance: f64,
+    /// Second-level Verlet lists for mesh–mesh pairs ([`entity_list`]); the
+    /// contacts are the same without them, only slower to find.
+    pub entity_lists: bool,
+}
+
+impl DetectParams {
+    /// Skin and contact distance, with second-level lists.
+    pub fn new(skin: f64, contact_distance: f64) -> Self {
+        Self { skin, contact_distance, entity_lists: true }
+    }
+
+    /// Per-entity inflation of the mesh–mesh search: `contact_distance +
+    /// skin`, also the deepest penetration reported.
+    pub fn inflation(&self) -> f64 {
+        self.contact_distance + self.skin
+    }
 }
 
 /// What a pair function needs to know about one body.
@@ -132,13 +151,40 @@ pub fn narrow_phase(i: usize, j: usize, bodies: &Bodies, shapes: &ContactShapes,
             let fi = shapes.features(si).expect("mesh shapes have features");
             let fj = shapes.features(sj).expect("mesh shapes have features");
             let ((p, m, f), (q, n, g)) = if pi.id < pj.id { ((&pi, mi, fi), (&pj, mj, fj)) } else { ((&pj, mj, fj), (&pi, mi, fi)) };
-            mesh_mesh::mesh_mesh(p, m, f, q, n, g, cd, cd + params.skin, out);
+            mesh_mesh::mesh_mesh(p, m, f, q, n, g, cd, params.inflation(), out);
             None
         }
     };
     if let Some(c) = found {
         out.push(c);
     }
+}
+
+/// [`narrow_phase`] for the body pair `(i, j)` through its second-level list
+/// in `lists` when both are meshes (`epoch`: the first-level build count),
+/// else [`narrow_phase`] itself. Same contacts, same order.
+#[allow(clippy::too_many_arguments)]
+pub fn narrow_phase_listed(
+    i: usize,
+    j: usize,
+    bodies: &Bodies,
+    shapes: &ContactShapes,
+    params: &DetectParams,
+    lists: &mut EntityLists,
+    epoch: u64,
+    out: &mut Contacts,
+) {
+    let (si, sj) = (bodies.shape[i], bodies.shape[j]);
+    let (Shape::Mesh(mi), Shape::Mesh(mj)) = (shapes.shape(si), shapes.shape(sj)) else {
+        return narrow_phase(i, j, bodies, shapes, params, out);
+    };
+    let fi = shapes.features(si).expect("mesh shapes have features");
+    let fj = shapes.features(sj).expect("mesh shapes have features");
+    let (pi, pj) = (BodyPose::of(bodies, i), BodyPose::of(bodies, j));
+    let ((p, m, f), (q, n, g)) = if pi.id < pj.id { ((&pi, mi, fi), (&pj, mj, fj)) } else { ((&pj, mj, fj), (&pi, mi, fi)) };
+    let inflation = params.inflation();
+    let (pairs, scratch) = lists.get(p, m, f, q, n, g, inflation, params.skin, epoch);
+    mesh_mesh::mesh_mesh_listed(p, m, f, q, n, g, pairs, params.contact_distance, inflation, scratch, out);
 }
 
 /// Narrow phase for local body `i` against wall `w`: pushes the contacts
@@ -170,7 +216,8 @@ pub fn narrow_phase_wall(
 /// `bodies` holds the owned bodies at `0..n_owned` and ghosts after. The
 /// Verlet list is rebuilt when it is stale (some body moved more than
 /// `skin / 2`, or the local bodies changed: see [`VerletList::is_stale`]);
-/// the narrow phase then runs on its candidate pairs. `out` is cleared and
+/// the narrow phase then runs on its candidate pairs, through the second-level
+/// lists for mesh pairs when `params.entity_lists`. `out` is cleared and
 /// receives every contact whose smaller-id body is owned (local index
 /// `< n_owned`), and every wall contact of an owned body — so over all ranks
 /// each contact exists exactly once. Order: body pairs in ascending local
@@ -190,10 +237,16 @@ pub fn detect(
     if rebuilt {
         verlet.build(bodies, shapes, walls, params);
     }
-    for &(i, j) in verlet.pairs() {
+    let epoch = verlet.builds();
+    let (pairs, lists) = verlet.pairs_and_entity_lists();
+    for &(i, j) in pairs {
         let owner = if bodies.id[i] < bodies.id[j] { i } else { j };
         if owner < n_owned {
-            narrow_phase(i, j, bodies, shapes, params, out);
+            if params.entity_lists {
+                narrow_phase_listed(i, j, bodies, shapes, params, lists, epoch, out);
+            } else {
+                narrow_phase(i, j, bodies, shapes, params, out);
+            }
         }
     }
     for &(i, w) in verlet.wall_pairs() {

@@ -143,6 +143,8 @@ pub struct SolverSettings {
 pub struct ContactSettings {
     pub skin: f64,
     pub distance: f64,
+    /// Second-level (sub-region) Verlet lists for mesh–mesh pairs.
+    pub entity_lists: bool,
 }
 
 /// Implicit barrier DEM settings, resolved (see `config::schema::DemCfg`).

@@ -1,0 +1,359 @@
+//! Second level of the contact search (time-step stage 2 "contact"), Gay
+//! Neto & Wriggers §2.5.1–2.5.2: for each candidate pair of mesh bodies of
+//! the first level ([`super::broad`]), a Verlet list of the sub-region pairs
+//! (vertex–face, face–vertex, edge–edge, vertex–edge, edge–vertex,
+//! vertex–vertex) whose inflated bounding volumes overlap; the narrow phase
+//! then evaluates only those ([`super::mesh_mesh::mesh_mesh_listed`]).
+//!
+//! Rules:
+//! - **Volumes.** Each entity is inflated by half the cut-off
+//!   `c = inflation + budget` (`inflation = contact_distance + skin`, the
+//!   deepest penetration the narrow phase reports, `budget = skin`): a ball
+//!   about a vertex, a capsule about an edge, a triangle grown by a ball (it
+//!   lies inside the paper's prism: the triangle extruded ± c/2 along its
+//!   normal and grown by c/2 in its plane). Two volumes overlap exactly when
+//!   the entities are within `c`; the test is a sweep and prune along x of
+//!   the entities' world boxes grown by `c` (the entities near the other
+//!   body's bounding sphere only), then the exact distance
+//!   ([`crate::geometry::distance`]), with a rounding allowance of [`TOL`] ×
+//!   the sum of the bounding radii.
+//! - **Validity.** Since the build, a point of body `a` moved relative to a
+//!   point of body `b` by at most `|Δ(x_b − x_a)| + θ_a R_a + θ_b R_b` (θ the
+//!   rotation angle since the build, R the bounding radius), so no entity
+//!   distance shrank by more. While that is at most `budget`, every pair now
+//!   within `inflation` is in the list; beyond it the list is rebuilt. A pair
+//!   that enters the first-level list gets its list built at its first
+//!   evaluation. Contacts are then exactly those of the search without lists
+//!   ([`super::mesh_mesh::mesh_mesh`]), which the tests check.
+//! - **Budget** = the skin: the skin is the distance bodies may move between
+//!   first-level builds (expected velocity × Δt × steps between builds), and
+//!   the entity lists spend the same budget on relative motion including
+//!   rotation × radius.
+//! - Lists are keyed by the body ids (smaller first); a list unused since the
+//!   previous first-level build is dropped at the next one.
+//! - Sphere–mesh and mesh–wall keep their direct search: the closest-feature
+//!   scan with triangle-sphere culling and the vertex–plane loop cost about
+//!   as much as a list lookup.
+use super::mesh_mesh::{EntityPairs, PoseScratch, PosedMesh};
+use super::BodyPose;
+use crate::body::TriMesh;
+use crate::geometry::{point_segment_distance_squared, point_triangle_distance_squared, segment_segment_distance_squared, Aabb, MeshFeatures};
+use nalgebra::{UnitQuaternion, Vector3};
+use std::collections::HashMap;
+
+/// Relative rounding allowance of the overlap test, times `R_a + R_b`.
+pub const TOL: f64 = 1e-9;
+
+/// The entity list of one body pair with the poses it was built at.
+#[derive(Clone, Debug)]
+struct PairList {
+    pairs: EntityPairs,
+    x_a: Vector3<f64>,
+    x_b: Vector3<f64>,
+    q_a: UnitQuaternion<f64>,
+    q_b: UnitQuaternion<f64>,
+    /// First-level build during which the list was last used.
+    epoch: u64,
+}
+
+/// Second-level Verlet lists of the mesh body pairs of one rank.
+#[derive(Clone, Debug, Default)]
+pub struct EntityLists {
+    lists: HashMap<(u64, u64), PairList>,
+    builds: u64,
+    evaluated: u64,
+    /// Pose buffers for the narrow phase of the listed pairs.
+    scratch: [PoseScratch; 2],
+}
+
+/// Rotation angle of `q` in `[0, π]`, accurate for small angles.
+fn angle(q: &UnitQuaternion<f64>) -> f64 {
+    2.0 * q.imag().norm().atan2(q.w.abs())
+}
+
+/// Upper bound on how much any entity distance between bodies `a` and `b`
+/// can have shrunk since the poses `(x_a0, q_a0)`, `(x_b0, q_b0)`:
+/// `|Δ(x_b − x_a)| + θ_a R_a + θ_b R_b`.
+#[allow(clippy::too_many_arguments)]
+pub fn relative_motion(
+    a: &BodyPose,
+    r_a: f64,
+    b: &BodyPose,
+    r_b: f64,
+    x_a0: &Vector3<f64>,
+    q_a0: &UnitQuaternion<f64>,
+    x_b0: &Vector3<f64>,
+    q_b0: &UnitQuaternion<f64>,
+) -> f64 {
+    let shift = ((b.position - a.position) - (x_b0 - x_a0)).norm();
+    shift + angle(&(a.orientation * q_a0.inverse())) * r_a + angle(&(b.orientation * q_b0.inverse())) * r_b
+}
+
+/// An entity near the other body: id and world bounding box.
+type Near = (u32, Aabb);
+
+fn aabb_of(points: &[Vector3<f64>]) -> Aabb {
+    let mut b = Aabb::empty();
+    for p in points {
+        b.grow(p);
+    }
+    b
+}
+
+/// Vertices, edges and faces of `m` whose boxes come within `reach` of
+/// `centre` (the other body's bounding sphere grown by the cut-off), each
+/// with its world bounding box.
+fn near(m: &PosedMesh, centre: &Vector3<f64>, reach: f64) -> [Vec<Near>; 3] {
+    let f = m.features;
+    let within = |b: &Aabb| b.intersects_sphere(centre, reach);
+    let verts = (0..m.mesh.vertices.len() as u32)
+        .filter(|&v| f.is_real_vertex(v))
+        .map(|v| (v, aabb_of(&[*m.vertex(v)])))
+        .filter(|(_, b)| within(b))
+        .collect();
+    let edges = (0..f.edges.len() as u32)
+        .filter(|&e| f.is_real_edge(e))
+        .map(|e| (e, aabb_of(&m.edge_ends(e))))
+        .filter(|(_, b)| within(b))
+        .collect();
+    let faces = (0..m.mesh.triangles.len() as u32).map(|t| (t, aabb_of(&m.triangle(t)))).filter(|(_, b)| within(b)).collect();
+    [verts, edges, faces]
+}
+
+const VERT: usize = 0;
+const EDGE: usize = 1;
+const FACE: usize = 2;
+
+/// Sweep and prune along x: calls `found(x, y)` for every pair of `xs` and
+/// `ys` whose boxes, those of `xs` grown by `c`, overlap; then sorts `out`.
+fn sweep(xs: &[Near], ys: &[Near], c: f64, out: &mut Vec<(u32, u32)>, exact: &dyn Fn(u32, u32) -> bool) {
+    let grow = |b: &Aabb| Aabb { min: b.min.add_scalar(-c), max: b.max.add_scalar(c) };
+    let xs: Vec<Near> = xs.iter().map(|&(i, b)| (i, grow(&b))).collect();
+    let mut ox: Vec<usize> = (0..xs.len()).collect();
+    let mut oy: Vec<usize> = (0..ys.len()).collect();
+    ox.sort_unstable_by(|&i, &j| xs[i].1.min.x.total_cmp(&xs[j].1.min.x));
+    oy.sort_unstable_by(|&i, &j| ys[i].1.min.x.total_cmp(&ys[j].1.min.x));
+    let overlap = |a: &Aabb, b: &Aabb| (0..3).all(|k| a.min[k] <= b.max[k] && b.min[k] <= a.max[k]);
+    let (mut ax, mut ay): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    let start = out.len();
+    while i < ox.len() || j < oy.len() {
+        let take_x = j == oy.len() || (i < ox.len() && xs[ox[i]].1.min.x <= ys[oy[j]].1.min.x);
+        if take_x {
+            let (id, b) = xs[ox[i]];
+            ay.retain(|&k| ys[k].1.max.x >= b.min.x);
+            for &k in &ay {
+                if overlap(&b, &ys[k].1) && exact(id, ys[k].0) {
+                    out.push((id, ys[k].0));
+                }
+            }
+            ax.push(ox[i]);
+            i += 1;
+        } else {
+            let (id, b) = ys[oy[j]];
+            ax.retain(|&k| xs[k].1.max.x >= b.min.x);
+            for &k in &ax {
+                if overlap(&xs[k].1, &b) && exact(xs[k].0, id) {
+                    out.push((xs[k].0, id));
+                }
+            }
+            ay.push(oy[j]);
+            j += 1;
+        }
+    }
+    out[start..].sort_unstable();
+}
+
+/// The entity pairs of `a` and `b` within `cutoff` of each other (plus
+/// rounding, see the module rules), each kind ascending.
+pub fn build_pairs(a: &PosedMesh, b: &PosedMesh, cutoff: f64) -> EntityPairs {
+    let tol = TOL * (a.features.bounding_radius + b.features.bounding_radius);
+    let c = cutoff + tol;
+    let c2 = c * c;
+    let na = near(a, &b.pose.position, b.features.bounding_radius + c);
+    let nb = near(b, &a.pose.position, a.features.bounding_radius + c);
+    let mut p = EntityPairs::default();
+    let tri_a = |t: u32| a.triangle(t);
+    let tri_b = |t: u32| b.triangle(t);
+    sweep(&na[VERT], &nb[FACE], c, &mut p.vertex_face, &|v, t| point_triangle_distance_squared(a.vertex(v), &tri_b(t)) <= c2);
+    sweep(&na[FACE], &nb[VERT], c, &mut p.face_vertex, &|t, v| point_triangle_distance_squared(b.vertex(v), &tri_a(t)) <= c2);
+    sweep(&na[EDGE], &nb[EDGE], c, &mut p.edge_edge, &|ea, eb| {
+        let ([p1, q1], [p2, q2]) = (a.edge_ends(ea), b.edge_ends(eb));
+        segment_segment_distance_squared(&p1, &q1, &p2, &q2) <= c2
+    });
+    sweep(&na[VERT], &nb[EDGE], c, &mut p.vertex_edge, &|v, e| {
+        let [p, q] = b.edge_ends(e);
+        point_segment_distance_squared(a.vertex(v), &p, &q) <= c2
+    });
+    sweep(&na[EDGE], &nb[VERT], c, &mut p.edge_vertex, &|e, v| {
+        let [p, q] = a.edge_ends(e);
+        point_segment_distance_squared(b.vertex(v), &p, &q) <= c2
+    });
+    sweep(&na[VERT], &nb[VERT], c, &mut p.vertex_vertex, &|va, vb| (a.vertex(va) - b.vertex(vb)).norm_squared() <= c2);
+    p
+}
+
+impl EntityLists {
+    /// No list yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The entity list of the body pair `(a, b)` (`a` the smaller id), built
+    /// with cut-off `inflation + budget` when missing or when the relative
+    /// motion since its build exceeds `budget`. `epoch` is the current
+    /// first-level build count. Also hands out the pose buffers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn get(
+        &mut self,
+        a: &BodyPose,
+        mesh_a: &TriMesh,
+        fa: &MeshFeatures,
+        b: &BodyPose,
+        mesh_b: &TriMesh,
+        fb: &MeshFeatures,
+        inflation: f64,
+        budget: f64,
+        epoch: u64,
+    ) -> (&EntityPairs, &mut [PoseScratch; 2]) {
+        debug_assert!(a.id < b.id, "entity lists are keyed with the smaller id first");
+        let (ra, rb) = (fa.bounding_radius, fb.bounding_radius);
+        let valid = |l: &PairList| relative_motion(a, ra, b, rb, &l.x_a, &l.q_a, &l.x_b, &l.q_b) <= budget;
+        let entry = self.lists.entry((a.id, b.id));
+        let list = match entry {
+            std::collections::hash_map::Entry::Occupied(o) if valid(o.get()) => o.into_mut(),
+            e => {
+                self.builds += 1;
+                let pairs = build_pairs(&PosedMesh::new(a, mesh_a, fa), &PosedMesh::new(b, mesh_b, fb), inflation + budget);
+                let l = PairList { pairs, x_a: a.position, x_b: b.position, q_a: a.orientation, q_b: b.orientation, epoch };
+                match e {
+                    std::collections::hash_map::Entry::Occupied(mut o) => {
+                        o.insert(l);
+                        o.into_mut()
+                    }
+                    std::collections::hash_map::Entry::Vacant(v) => v.insert(l),
+                }
+            }
+        };
+        list.epoch = epoch;
+        self.evaluated += list.pairs.len() as u64;
+        (&list.pairs, &mut self.scratch)
+    }
+
+    /// Drops the lists not used during first-level build `epoch − 1` or
+    /// later (their body pair left the first-level list).
+    pub fn prune(&mut self, epoch: u64) {
+        self.lists.retain(|_, l| l.epoch + 1 >= epoch);
+    }
+
+    /// Number of body pairs holding a list.
+    pub fn len(&self) -> usize {
+        self.lists.len()
+    }
+
+    /// True when no body pair holds a list.
+    pub fn is_empty(&self) -> bool {
+        self.lists.is_empty()
+    }
+
+    /// Number of list builds so far.
+    pub fn builds(&self) -> u64 {
+        self.builds
+    }
+
+    /// Number of entity pairs handed to the narrow phase so far.
+    pub fn evaluated(&self) -> u64 {
+        self.evaluated
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+
+    fn pose(id: u64, x: Vector3<f64>, q: UnitQuaternion<f64>) -> BodyPose {
+        BodyPose { id, index: id as usize, position: x, orientation: q }
+    }
+
+    #[test]
+    fn relative_motion_ignores_common_translation_and_counts_rotation() {
+        let q0 = UnitQuaternion::identity();
+        let (xa, xb) = (Vector3::new(0.0, 0.0, 0.0), Vector3::new(1.0, 0.0, 0.0));
+        let shift = Vector3::new(0.3, -0.2, 0.1);
+        let m = relative_motion(&pose(0, xa + shift, q0), 1.0, &pose(1, xb + shift, q0), 2.0, &xa, &q0, &xb, &q0);
+        assert!(m < 1e-15);
+        let turned = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), 0.01);
+        let m = relative_motion(&pose(0, xa, q0), 1.0, &pose(1, xb + Vector3::x() * 0.02, turned), 2.0, &xa, &q0, &xb, &q0);
+        assert_relative_eq!(m, 0.02 + 0.01 * 2.0, epsilon = 1e-15);
+        // Small angles stay accurate (no acos).
+        let tiny = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 1e-9);
+        assert_relative_eq!(angle(&tiny), 1e-9, max_relative = 1e-12);
+    }
+
+    /// All real entity pairs within `cutoff`, no culling.
+    fn brute(a: &PosedMesh, b: &PosedMesh, cutoff: f64) -> EntityPairs {
+        let (fa, fb) = (a.features, b.features);
+        let va: Vec<u32> = (0..a.mesh.vertices.len() as u32).filter(|&v| fa.is_real_vertex(v)).collect();
+        let vb: Vec<u32> = (0..b.mesh.vertices.len() as u32).filter(|&v| fb.is_real_vertex(v)).collect();
+        let ea: Vec<u32> = (0..fa.edges.len() as u32).filter(|&e| fa.is_real_edge(e)).collect();
+        let eb: Vec<u32> = (0..fb.edges.len() as u32).filter(|&e| fb.is_real_edge(e)).collect();
+        let ta: Vec<u32> = (0..a.mesh.triangles.len() as u32).collect();
+        let tb: Vec<u32> = (0..b.mesh.triangles.len() as u32).collect();
+        let c2 = cutoff * cutoff;
+        let all = |xs: &[u32], ys: &[u32], d2: &dyn Fn(u32, u32) -> f64| -> Vec<(u32, u32)> {
+            xs.iter().flat_map(|&x| ys.iter().map(move |&y| (x, y))).filter(|&(x, y)| d2(x, y) <= c2).collect()
+        };
+        EntityPairs {
+            vertex_face: all(&va, &tb, &|v, t| point_triangle_distance_squared(a.vertex(v), &b.triangle(t))),
+            face_vertex: all(&ta, &vb, &|t, v| point_triangle_distance_squared(b.vertex(v), &a.triangle(t))),
+            edge_edge: all(&ea, &eb, &|x, y| {
+                let ([p1, q1], [p2, q2]) = (a.edge_ends(x), b.edge_ends(y));
+                segment_segment_distance_squared(&p1, &q1, &p2, &q2)
+            }),
+            vertex_edge: all(&va, &eb, &|v, e| {
+                let [p, q] = b.edge_ends(e);
+                point_segment_distance_squared(a.vertex(v), &p, &q)
+            }),
+            edge_vertex: all(&ea, &vb, &|e, v| {
+                let [p, q] = a.edge_ends(e);
+                point_segment_distance_squared(b.vertex(v), &p, &q)
+            }),
+            vertex_vertex: all(&va, &vb, &|x, y| (a.vertex(x) - b.vertex(y)).norm_squared()),
+        }
+    }
+
+    #[test]
+    fn build_keeps_exactly_the_entities_within_the_cutoff() {
+        let mesh = TriMesh::cuboid(Vector3::repeat(1.0));
+        let f = MeshFeatures::new(&mesh);
+        // Two unit cubes face to face 0.1 apart along z.
+        let pa = pose(0, Vector3::zeros(), UnitQuaternion::identity());
+        let pb = pose(1, Vector3::new(0.0, 0.0, 1.1), UnitQuaternion::identity());
+        let (a, b) = (PosedMesh::new(&pa, &mesh, &f), PosedMesh::new(&pb, &mesh, &f));
+        assert!(build_pairs(&a, &b, 0.099).is_empty());
+        let p = build_pairs(&a, &b, 0.101);
+        // Corner over corner: 4 vertex pairs; each top edge of a meets the
+        // edge above it and the two bottom and two vertical edges of b at its
+        // ends (5 × 4), each vertical edge of a the three edges of b at its
+        // top corner (3 × 4); a corner meets 3 edges and 4–5 triangles.
+        let counts = [p.vertex_vertex.len(), p.edge_edge.len(), p.vertex_edge.len(), p.edge_vertex.len(), p.vertex_face.len(), p.face_vertex.len()];
+        assert_eq!(counts, [4, 32, 12, 12, 18, 18]);
+        assert_eq!(p, brute(&a, &b, 0.101));
+        // Tetrapod against a turned box, at several distances: the culled
+        // build equals the all-pairs enumeration.
+        let tet = TriMesh::tetrapod(1.0, 0.25, 8);
+        let ft = MeshFeatures::new(&tet);
+        let q = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 0.4) * UnitQuaternion::from_axis_angle(&Vector3::x_axis(), 0.3);
+        let pt = pose(0, Vector3::zeros(), q);
+        let mut counts = Vec::new();
+        for d in [1.0, 1.2, 1.4, 1.6] {
+            let pc = pose(1, Vector3::new(d, 0.3, 0.2), UnitQuaternion::from_axis_angle(&Vector3::z_axis(), 0.5));
+            let (t, c) = (PosedMesh::new(&pt, &tet, &ft), PosedMesh::new(&pc, &mesh, &f));
+            let p = build_pairs(&t, &c, 0.2);
+            assert_eq!(p, brute(&t, &c, 0.2 + TOL * (ft.bounding_radius + f.bounding_radius)), "d = {d}");
+            counts.push(p.len());
+        }
+        assert!(counts.iter().all(|&c| c > 10), "{counts:?}");
+    }
+}
