@@ -141,6 +141,8 @@ pub struct DemCfg {
     pub damping: Option<f64>,
     /// Tangential penalty ε_t (default: the normal stiffness at the switch).
     pub eps_t: Option<f64>,
+    /// Tangential damping ratio ζ_t: c_t = 2 ζ_t √(ε_t m) of eq 54 (default 0).
+    pub damping_t: Option<f64>,
     /// Newmark β (default 0.3) and γ (default 0.5).
     pub beta: Option<f64>,
     pub gamma: Option<f64>,

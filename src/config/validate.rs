@@ -390,6 +390,7 @@ fn dem_settings(
     let damping = c.non_negative("dem.damping", d.damping.unwrap_or(0.0))?;
     let k_switch = eps1 * n1 * (gbar * (1.0 - f)).powf(n1 - 1.0);
     let eps_t = opt("dem.eps_t", d.eps_t, k_switch)?;
+    let damping_t = c.non_negative("dem.damping_t", d.damping_t.unwrap_or(0.0))?;
     let beta = opt("dem.beta", d.beta, 0.3)?;
     let gamma = opt("dem.gamma", d.gamma, 0.5)?;
     if beta > 0.5 || gamma > 1.0 {
@@ -419,6 +420,7 @@ fn dem_settings(
         n2,
         damping,
         eps_t,
+        damping_t,
         beta,
         gamma,
         dt_min,

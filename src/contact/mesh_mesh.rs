@@ -721,6 +721,26 @@ mod tests {
         assert!(detect(&c, &pa, &c, &pose(1, Vector3::new(0.3, 0.2, 1.06), Q::identity()), 0.05).is_empty());
     }
 
+    /// A block resting on another rocks by tiny angles: the Fig. 4c set
+    /// (two vertex–face, two edge–edge) must not change with the sign of
+    /// the tilt (the edge–edge normal then leaves the edges' arcs by the
+    /// tilt; with a 1e-9 rad cone tolerance they switched off and the
+    /// pile of §3.2 rocked forever).
+    #[test]
+    fn rocking_block_keeps_its_face_to_face_contacts() {
+        let c = cube(1.0);
+        let pa = pose(0, Vector3::zeros(), Q::identity());
+        let turn = Q::from_axis_angle(&Vector3::z_axis(), 0.08);
+        for axis in [Vector3::x(), Vector3::y(), Vector3::new(1.0, 1.0, 0.0).normalize()] {
+            for tilt in [-1e-3, -1e-6, 1e-6, 1e-3] {
+                let q = Q::from_scaled_axis(axis * tilt) * turn;
+                let pb = pose(1, Vector3::new(0.09, 0.06, 1.0 + G), q);
+                let cs = detect(&c, &pa, &c, &pb, 0.05);
+                assert_eq!(kinds(&cs), vec![(0, 2), (1, 1), (1, 1), (2, 0)], "tilt {tilt} about {axis:?}: {cs:?}");
+            }
+        }
+    }
+
     #[test]
     fn aligned_cubes_face_to_face_give_four_vertex_pairs() {
         let c = cube(1.0);

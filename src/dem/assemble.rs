@@ -3,6 +3,7 @@
 //! bodies and 6×6 against a wall, from the normal law along the contact
 //! normal. Pure functions of the increments of the two bodies; no MPI.
 use super::law::{friction, friction_tangent, normal_total, Friction, NormalLaw, TangentialLaw};
+use super::jet::{Dual, Jet, Num};
 use super::rigid::skew;
 use nalgebra::{Matrix3, SMatrix, SVector, Vector3};
 
@@ -18,11 +19,40 @@ pub type Mat12 = SMatrix<f64, 12, 12>;
 pub enum Kinematics {
     /// Exact sphere–sphere: g = |x_b + u_b − x_a − u_a| − R_a − R_b.
     Spheres { xa: Vector3<f64>, xb: Vector3<f64>, ra: f64, rb: f64 },
-    /// Every other kind (sphere–wall, sphere–mesh, mesh–wall) through the
+    /// Sphere–wall and sphere–mesh through the
     /// point, normal and lever arms from contact/: the gap to first order,
     /// g = g₀ + n·(u_b + α_b × r_b − u_a − α_a × r_a) (exact for a sphere on
     /// a wall, whose lever arm is parallel to n). `b` is absent for a wall.
     Linear { g0: f64, n: Vector3<f64>, r_a: Vector3<f64>, r_b: Vector3<f64> },
+    /// Exact mesh contact (mesh–mesh degenerations of §2.4.2 and mesh–wall):
+    /// the contact points of configuration i stay attached to their bodies,
+    /// p' = c + u + Q(α) r (eq 26 at fixed convective coordinates), and so
+    /// do the directions `d_a`, `d_b` (a plane normal or an edge direction);
+    /// the gap follows from the degeneration [`MeshKind`]. `d0` is
+    /// point_b − point_a at configuration i (= g₀ n₀). A wall is a `b`
+    /// without increments (x₆..₁₂ = 0).
+    Mesh { kind: MeshKind, d0: Vector3<f64>, r_a: Vector3<f64>, r_b: Vector3<f64>, d_a: Vector3<f64>, d_b: Vector3<f64> },
+}
+
+/// How the gap of an exact mesh contact is measured, with d = p_b' − p_a'.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MeshKind {
+    /// Face of b (or a wall) against a vertex of a: g = (Q_b d_b)·d, d_b the
+    /// contact normal at i (minus the face's outward normal).
+    PlaneOnB,
+    /// Face of a against a vertex of b: g = (Q_a d_a)·d, d_a the face's
+    /// outward normal.
+    PlaneOnA,
+    /// Edge–edge (eq 35): m = Q_a d_a × Q_b d_b (edge directions),
+    /// g = ±m·d/|m|, the sign of configuration i.
+    Lines { sign: f64 },
+    /// Vertex of a against the edge of b (direction d_b): g = |d − (d·e)e|,
+    /// e = Q_b d_b.
+    PointLineB,
+    /// Edge of a (direction d_a) against a vertex of b.
+    PointLineA,
+    /// Vertex–vertex: g = |d|.
+    Points,
 }
 
 /// One contact as the solver sees it for one step.
@@ -68,6 +98,58 @@ pub fn gap(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Mat12, Vector3<f64>) {
             grad.fixed_rows_mut::<3>(9).copy_from(&r_b.cross(&n));
             (g0 + grad.dot(x), grad, hess, n)
         }
+        Kinematics::Mesh { kind, d0, r_a, r_b, d_a, d_b } => {
+            let (g, n) = mesh_gap::<Jet>(kind, &d0, &r_a, &r_b, &d_a, &d_b, x);
+            (g.v, g.g, g.h, n)
+        }
+    }
+}
+
+/// [`gap`] without the Hessian (cheaper for the exact mesh kinematics).
+pub fn gap_grad(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Vector3<f64>) {
+    match *kin {
+        Kinematics::Mesh { kind, d0, r_a, r_b, d_a, d_b } => {
+            let (g, n) = mesh_gap::<Dual>(kind, &d0, &r_a, &r_b, &d_a, &d_b, x);
+            (g.v, g.g, n)
+        }
+        _ => {
+            let (g, grad, _, n) = gap(kin, x);
+            (g, grad, n)
+        }
+    }
+}
+
+/// The exact gap of a mesh contact over the increments, and the current
+/// normal (from a to b).
+fn mesh_gap<T: Num>(kind: MeshKind, d0: &Vector3<f64>, r_a: &Vector3<f64>, r_b: &Vector3<f64>, d_a: &Vector3<f64>, d_b: &Vector3<f64>, x: &Vec12) -> (T, Vector3<f64>) {
+    use super::jet::{add3, constant3, cross, dot, mul3, rotate, rotate_change, sub3, value3, variables};
+    let (aa, ab): ([T; 3], [T; 3]) = (variables(x, 3), variables(x, 9));
+    // d = d0 + u_b + (Q_b − I) r_b − u_a − (Q_a − I) r_a
+    let move_b = add3(&variables(x, 6), &rotate_change(&ab, r_b));
+    let move_a = add3(&variables(x, 0), &rotate_change(&aa, r_a));
+    let d = add3(&constant3(d0), &sub3(&move_b, &move_a));
+    let unit = |w: &[T; 3]| -> (T, Vector3<f64>) {
+        let l = dot(w, w).sqrt();
+        (l, value3(w) / l.value())
+    };
+    let off_line = |e: &[T; 3]| sub3(&d, &mul3(dot(&d, e), e));
+    match kind {
+        MeshKind::PlaneOnB => {
+            let n = rotate(&ab, d_b);
+            (dot(&n, &d), value3(&n))
+        }
+        MeshKind::PlaneOnA => {
+            let n = rotate(&aa, d_a);
+            (dot(&n, &d), value3(&n))
+        }
+        MeshKind::Lines { sign } => {
+            let m = cross(&rotate(&aa, d_a), &rotate(&ab, d_b));
+            let (l, n) = unit(&m);
+            ((dot(&m, &d) * l.recip()).scale(sign), sign * n)
+        }
+        MeshKind::PointLineB => unit(&off_line(&rotate(&ab, d_b))),
+        MeshKind::PointLineA => unit(&off_line(&rotate(&aa, d_a))),
+        MeshKind::Points => unit(&d),
     }
 }
 
@@ -79,6 +161,7 @@ pub fn gap_noise(kin: &Kinematics, x: &Vec12) -> f64 {
     let size = match *kin {
         Kinematics::Spheres { xa, xb, ra, rb } => xa.abs().max() + xb.abs().max() + ra + rb + 2.0 * xs,
         Kinematics::Linear { g0, r_a, r_b, .. } => g0.abs() + (1.0 + r_a.norm() + r_b.norm()) * xs,
+        Kinematics::Mesh { d0, r_a, r_b, .. } => d0.norm() + (1.0 + r_a.norm() + r_b.norm()) * xs,
     };
     4.0 * f64::EPSILON * size
 }
@@ -96,6 +179,8 @@ pub struct ContactEval {
     pub tangent: Mat12,
     /// dF/dg along the step, ∂F/∂g + ∂F/∂ġ / Δt (≤ 0 while compressed).
     pub stiffness: f64,
+    /// ∂g/∂x.
+    pub grad: Vec12,
 }
 
 /// Residual and consistent tangent of one contact: F(g, ġ) of eqs 49–53
@@ -103,7 +188,18 @@ pub struct ContactEval {
 /// Newmark rate of eq 41), r = −F ∇g, K = −(∂F/∂g + ∂F/∂ġ/Δt) ∇g ∇gᵀ − F ∇²g.
 /// Returns `None` when the gap is not positive (outside the barrier's domain).
 pub fn contact(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec12) -> Option<ContactEval> {
-    let (g, grad, hess, n) = gap(&el.kin, x);
+    contact_with(el, law, zeta, dt, x, true)
+}
+
+/// [`contact`] with `tangent` false: the residual only (`tangent` zero),
+/// without the gap's Hessian.
+pub fn contact_with(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec12, tangent: bool) -> Option<ContactEval> {
+    let (g, grad, hess, n) = if tangent {
+        gap(&el.kin, x)
+    } else {
+        let (g, grad, n) = gap_grad(&el.kin, x);
+        (g, grad, Mat12::zeros(), n)
+    };
     if !(g > 0.0) {
         return None;
     }
@@ -116,8 +212,9 @@ pub fn contact(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec
         gap: g,
         normal: n,
         residual: -f * grad,
-        tangent: -dfd * grad * grad.transpose() - f * hess,
+        tangent: if tangent { -dfd * grad * grad.transpose() - f * hess } else { Mat12::zeros() },
         stiffness: dfd,
+        grad,
     })
 }
 
@@ -284,6 +381,75 @@ mod tests {
             }
         }
         assert!(stick > 20 && slip > 20, "stick {stick}, slip {slip} configurations");
+    }
+
+    /// The exact mesh kinematics: the gap against the geometry recomputed
+    /// from the moved bodies (rotation matrices of rigid.rs, closest points
+    /// of two lines by their 2×2 system), and its gradient and Hessian
+    /// against central differences, for every degeneration at random
+    /// configurations and increments.
+    #[test]
+    fn mesh_gaps_are_exact_with_consistent_derivatives() {
+        use super::super::rigid::rotation;
+        let mut rng = SplitMix64::new(5);
+        for case in 0..120 {
+            let n = random_vec(&mut rng, 1.0).normalize();
+            let g0 = 0.01 * (0.5 + rng.uniform());
+            let (r_a, c_b) = (random_vec(&mut rng, 0.6), random_vec(&mut rng, 1.0));
+            let r_b = r_a + g0 * n - c_b; // point_b = point_a + g0 n
+            let p = Matrix3::identity() - n * n.transpose();
+            let (e_a, e_b) = ((p * random_vec(&mut rng, 1.0)).normalize(), (p * random_vec(&mut rng, 1.0)).normalize());
+            let (kind, d_a, d_b) = match case % 6 {
+                0 => (MeshKind::PlaneOnB, Vector3::zeros(), n),
+                1 => (MeshKind::PlaneOnA, n, Vector3::zeros()),
+                2 => (MeshKind::Lines { sign: e_a.cross(&e_b).dot(&n).signum() }, e_a, e_b),
+                3 => (MeshKind::PointLineB, Vector3::zeros(), e_b),
+                4 => (MeshKind::PointLineA, e_a, Vector3::zeros()),
+                _ => (MeshKind::Points, Vector3::zeros(), Vector3::zeros()),
+            };
+            let kin = Kinematics::Mesh { kind, d0: g0 * n, r_a, r_b, d_a, d_b };
+            let mut x = Vec12::zeros();
+            for k in 0..12 {
+                x[k] = (rng.uniform() - 0.5) * if k % 6 < 3 { 2e-4 } else { 2e-3 };
+            }
+            let (g, grad, hess, normal) = gap(&kin, &x);
+            assert!((g - g0).abs() < 0.5 * g0 && g > 0.0, "case {case}: g {g} g0 {g0}");
+            // independent geometry
+            let (qa, qb) = (rotation(&x.fixed_rows::<3>(3).into()), rotation(&x.fixed_rows::<3>(9).into()));
+            let pa = Vector3::from(x.fixed_rows::<3>(0)) + qa * r_a;
+            let pb = c_b + Vector3::from(x.fixed_rows::<3>(6)) + qb * r_b;
+            let d = pb - pa;
+            let exact = match kind {
+                MeshKind::PlaneOnB => (qb * n).dot(&d),
+                MeshKind::PlaneOnA => (qa * n).dot(&d),
+                MeshKind::Lines { sign } => {
+                    let (u, w) = (qa * e_a, qb * e_b);
+                    // p_a + s u and p_b + t w closest: [u·u −u·w; u·w −w·w] (s, t) = (u·d, w·d)
+                    let m = nalgebra::Matrix2::new(u.dot(&u), -u.dot(&w), u.dot(&w), -w.dot(&w));
+                    let st = m.try_inverse().unwrap() * nalgebra::Vector2::new(u.dot(&d), w.dot(&d));
+                    let v = d + st[1] * w - st[0] * u;
+                    sign * v.norm() * v.normalize().dot(&u.cross(&w).normalize()).signum()
+                }
+                MeshKind::PointLineB => (d - d.dot(&(qb * e_b)) * (qb * e_b)).norm(),
+                MeshKind::PointLineA => (d - d.dot(&(qa * e_a)) * (qa * e_a)).norm(),
+                MeshKind::Points => d.norm(),
+            };
+            assert!((g - exact).abs() < 1e-14, "case {case} {kind:?}: {g} vs {exact}");
+            assert!((normal.norm() - 1.0).abs() < 1e-12 && normal.dot(&n) > 0.8, "case {case}: normal {normal:?} vs {n:?}");
+            let (gd, gradd, _) = gap_grad(&kin, &x);
+            assert!(gd == g && (gradd - grad).norm() == 0.0);
+            let h = 1e-6;
+            for j in 0..12 {
+                let mut dx = Vec12::zeros();
+                dx[j] = h;
+                let (gp, grp, _, _) = gap(&kin, &(x + dx));
+                let (gm, grm, _, _) = gap(&kin, &(x - dx));
+                let fd = (gp - gm) / (2.0 * h);
+                assert!((fd - grad[j]).abs() < 1e-8, "case {case} {kind:?}: ∂g/∂x{j} {} vs {fd}", grad[j]);
+                let fdh = (grp - grm) / (2.0 * h);
+                assert!((fdh - hess.column(j)).norm() < 1e-6 * (1.0 + hess.norm()), "case {case} {kind:?}: Hessian column {j}");
+            }
+        }
     }
 
     #[test]

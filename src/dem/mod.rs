@@ -4,6 +4,7 @@
 //! SNES step with adaptive Δt ([`solver`]).
 pub mod law;
 pub mod assemble;
+pub mod jet;
 pub mod rigid;
 pub mod solver;
 

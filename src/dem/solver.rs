@@ -5,7 +5,7 @@
 //! forwarded at each evaluation; a line-search pre-check that keeps every
 //! gap above a fraction of its current value; the penetration test of
 //! §2.4.7; rejected steps halve Δt; Δt grows after easy steps.
-use super::assemble::{contact, tangential, ContactElement, Kinematics, TangentialElement, Vec12};
+use super::assemble::{contact_with, tangential, ContactElement, Kinematics, MeshKind, TangentialElement, Vec12};
 use super::law::TangentialLaw;
 use super::law::NormalLaw;
 use super::rigid::{self, Newmark, RigidState};
@@ -154,20 +154,67 @@ fn sphere_radius(ctx: &StepContext, bodies: &Bodies, i: usize) -> Option<f64> {
     }
 }
 
+/// World direction of edge `e` of local mesh body `i`.
+fn edge_direction(ctx: &StepContext, bodies: &Bodies, i: usize, e: u32) -> Option<Vector3<f64>> {
+    let Shape::Mesh(m) = ctx.shapes.shape(bodies.shape[i]) else { return None };
+    let [p, q] = ctx.shapes.features(bodies.shape[i])?.edges.get(e as usize)?.map(|v| m.vertices[v as usize]);
+    Some((bodies.orientation[i] * (q - p)).normalize())
+}
+
+/// Exact kinematics of contact `k` when body a is a mesh (against a mesh or
+/// a wall), from its sub-regions: the points of configuration i are
+/// point ∓ n g/2 (contact/ puts `point` midway). `None` for other pairs.
+fn mesh_kinematics(ctx: &StepContext, bodies: &Bodies, k: usize, wall: bool) -> Option<Kinematics> {
+    use crate::geometry::SubRegion::{Edge, Face, Vertex};
+    let c = ctx.contacts;
+    let (ia, ib) = (c.ia[k], c.ib[k]);
+    let (n, g) = (c.normal[k], c.gap[k]);
+    let r_a = c.r_a[k] - 0.5 * g * n;
+    let r_b = if wall { Vector3::zeros() } else { c.r_b[k] + 0.5 * g * n };
+    let zero = Vector3::zeros();
+    let sa = crate::geometry::SubRegion::decode(c.sub_a[k])?;
+    let (kind, d_a, d_b) = if wall {
+        match sa {
+            Vertex(_) => (MeshKind::PlaneOnB, zero, n),
+            _ => return None,
+        }
+    } else {
+        if sphere_radius(ctx, bodies, ib).is_some() {
+            return None;
+        }
+        match (sa, crate::geometry::SubRegion::decode(c.sub_b[k])?) {
+            (Vertex(_), Face(_)) => (MeshKind::PlaneOnB, zero, n),
+            (Face(_), Vertex(_)) => (MeshKind::PlaneOnA, n, zero),
+            (Edge(ea), Edge(eb)) => {
+                let (da, db) = (edge_direction(ctx, bodies, ia, ea)?, edge_direction(ctx, bodies, ib, eb)?);
+                (MeshKind::Lines { sign: da.cross(&db).dot(&n).signum() }, da, db)
+            }
+            (Vertex(_), Edge(eb)) => (MeshKind::PointLineB, zero, edge_direction(ctx, bodies, ib, eb)?),
+            (Edge(ea), Vertex(_)) => (MeshKind::PointLineA, edge_direction(ctx, bodies, ia, ea)?, zero),
+            (Vertex(_), Vertex(_)) => (MeshKind::Points, zero, zero),
+            _ => return None,
+        }
+    };
+    Some(Kinematics::Mesh { kind, d0: g * n, r_a, r_b, d_a, d_b })
+}
+
 /// The contact elements of this step from the detected contacts.
 fn elements(ctx: &StepContext, bodies: &Bodies) -> Vec<ContactElement> {
     ctx.contacts
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(k, c)| {
             let (ia, ib) = (c.ia, c.ib);
             let wall = ib == WALL_INDEX;
             let kin = match (sphere_radius(ctx, bodies, ia), (!wall).then(|| sphere_radius(ctx, bodies, ib)).flatten()) {
                 (Some(ra), Some(rb)) => {
                     Kinematics::Spheres { xa: bodies.position[ia], xb: bodies.position[ib], ra, rb }
                 }
+                (None, _) => mesh_kinematics(ctx, bodies, k, wall)
+                    .unwrap_or(Kinematics::Linear { g0: c.gap, n: c.normal, r_a: c.r_a, r_b: if wall { Vector3::zeros() } else { c.r_b } }),
                 _ => Kinematics::Linear { g0: c.gap, n: c.normal, r_a: c.r_a, r_b: if wall { Vector3::zeros() } else { c.r_b } },
             };
-            let (g0, _, _, n0) = super::assemble::gap(&kin, &Vec12::zeros());
+            let (g0, _, n0) = super::assemble::gap_grad(&kin, &Vec12::zeros());
             let ma = bodies.mass[ia];
             let m_eff = if wall || bodies.fixed[ib] {
                 ma
@@ -237,14 +284,12 @@ impl Problem<'_> {
 
     /// Normal evaluation of contact `k` and, with friction and f_n > 0, its
     /// tangential residual, tangent and law result.
-    fn eval(&self, k: usize, x12: &Vec12) -> Result<(super::assemble::ContactEval, Option<FrictionEval>), String> {
-        let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, x12)
+    /// `tangent` false: residuals only (the tangents are zero).
+    fn eval(&self, k: usize, x12: &Vec12, tangent: bool) -> Result<(super::assemble::ContactEval, Option<FrictionEval>), String> {
+        let e = contact_with(&self.elements[k], &self.law, self.zeta, self.dt, x12, tangent)
             .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
         let t = match &self.tangential[k] {
-            Some(te) if e.force > 0.0 => {
-                let (_, grad, _, _) = super::assemble::gap(&self.elements[k].kin, x12);
-                tangential(te, self.dt, e.force, &(e.stiffness * grad), x12)
-            }
+            Some(te) if e.force > 0.0 => tangential(te, self.dt, e.force, &(e.stiffness * e.grad), x12),
             _ => None,
         };
         Ok((e, t))
@@ -286,7 +331,7 @@ impl Problem<'_> {
         }
         for k in 0..self.ctx.contacts.len() {
             let x12 = self.x12(&all, k);
-            let (mut e, t) = self.eval(k, &x12)?;
+            let (mut e, t) = self.eval(k, &x12, false)?;
             if e.force == 0.0 {
                 continue;
             }
@@ -295,7 +340,7 @@ impl Problem<'_> {
                 e.force += fr.force.norm();
             }
             let dg = super::assemble::gap_noise(&self.elements[k].kin, &x12);
-            let (_, grad, _, _) = super::assemble::gap(&self.elements[k].kin, &x12);
+            let grad = e.grad;
             for (side, body) in [(0, self.ctx.contacts.ia[k]), (1, self.ctx.contacts.ib[k])] {
                 if body == WALL_INDEX {
                     continue;
@@ -336,7 +381,7 @@ impl Problem<'_> {
         }
         for k in 0..self.ctx.contacts.len() {
             let x12 = self.x12(&all, k);
-            let (mut e, t) = self.eval(k, &x12)?;
+            let (mut e, t) = self.eval(k, &x12, true)?;
             if let Some((_, kt, _)) = &t {
                 e.tangent += kt;
             }
@@ -373,14 +418,15 @@ impl Problem<'_> {
     }
 
     /// Largest factor s ≤ 1 such that the step x → x − s y keeps every gap
-    /// above `fraction` of its value at x (the gaps are linear or convex in
-    /// the increments, so the linear prediction is a lower bound).
+    /// above `fraction` of its value at x, by the linear prediction (a lower
+    /// bound for the linear and convex gaps; for the exact mesh gaps a
+    /// closed gap on the way is a domain error and the step is redone).
     fn step_limit(&self, x: &Vector, y: &Vector, fraction: f64) -> Result<f64, String> {
         let all = self.local_increments(x)?;
         let dir = self.local_increments(y)?;
         let mut s: f64 = 1.0;
         for k in 0..self.ctx.contacts.len() {
-            let (g, grad, _, _) = super::assemble::gap(&self.elements[k].kin, &self.x12(&all, k));
+            let (g, grad, _) = super::assemble::gap_grad(&self.elements[k].kin, &self.x12(&all, k));
             let dg = -grad.dot(&self.x12(&dir, k)); // change of g along −y
             if g > 0.0 && g + dg < fraction * g {
                 s = s.min((1.0 - fraction) * g / -dg);
@@ -530,7 +576,7 @@ impl Solver for DemSolver {
                 Some(x) => {
                     let all = prob.local_increments(x).map_err(SolverError::Other)?;
                     let fine = (0..ctx.contacts.len()).all(|k| {
-                        let (gk, _, _, nk) = super::assemble::gap(&prob.elements[k].kin, &prob.x12(&all, k));
+                        let (gk, _, nk) = super::assemble::gap_grad(&prob.elements[k].kin, &prob.x12(&all, k));
                         gk > 0.0 && nk.dot(&prob.elements[k].n_start) > 0.0
                     });
                     parallel::all_ok(ctx.comm, fine).then_some(all)
@@ -545,7 +591,7 @@ impl Solver for DemSolver {
                     let local = (0..ctx.contacts.len())
                         .map(|k| {
                             let g0 = prob.elements[k].g_start;
-                            let (g1, ..) = super::assemble::gap(&prob.elements[k].kin, &prob.x12(all, k));
+                            let (g1, ..) = super::assemble::gap_grad(&prob.elements[k].kin, &prob.x12(all, k));
                             let gmin = g0.min(g1);
                             if gmin < law.gbar {
                                 (g1 - g0).abs() / (d.gap_change * gmin)
@@ -572,7 +618,7 @@ impl Solver for DemSolver {
                     let mut f_t = Vec::with_capacity(ctx.contacts.len());
                     let mut history = HashMap::new();
                     for k in 0..ctx.contacts.len() {
-                        let (e, t) = prob.eval(k, &prob.x12(&all, k)).map_err(SolverError::Other)?;
+                        let (e, t) = prob.eval(k, &prob.x12(&all, k), false).map_err(SolverError::Other)?;
                         f_n.push(e.force);
                         // force on b: −f_t of the law
                         f_t.push(t.as_ref().map_or(Vector3::zeros(), |(_, _, fr)| -fr.force));
@@ -641,17 +687,19 @@ impl DemSolver {
                 let p = nalgebra::Matrix3::identity() - n * n.transpose();
                 let (gt_start, sliding) = match self.history.get(&(c.a[k], c.b[k], c.sub_a[k], c.sub_b[k])) {
                     Some(h) => {
-                        let rot = nalgebra::Rotation3::rotation_between(&h.normal, &n)
-                            .unwrap_or_else(nalgebra::Rotation3::identity);
-                        (p * (rot * h.gt), h.sliding)
+                        (p * rotate_onto(&h.gt, &h.normal, &n), h.sliding)
                     }
                     None => (Vector3::zeros(), false),
                 };
                 let (r_a, r_b) = match elements[k].kin {
                     Kinematics::Spheres { ra, rb, .. } => (n * ra, -n * rb),
                     Kinematics::Linear { r_a, r_b, .. } => (r_a, r_b),
+                    // the midpoint, as for the other kinds
+                    Kinematics::Mesh { d0, r_a, r_b, .. } => (r_a + 0.5 * d0, r_b - 0.5 * d0),
                 };
-                let law = TangentialLaw { eps_t: ctx.scene.dem.eps_t, c_t: 0.0, mu_s, mu_d };
+                // eq 54's c_t from a damping ratio, like eq 52 in the normal direction
+                let c_t = 2.0 * ctx.scene.dem.damping_t * (ctx.scene.dem.eps_t * elements[k].m_eff).sqrt();
+                let law = TangentialLaw { eps_t: ctx.scene.dem.eps_t, c_t, mu_s, mu_d };
                 Some(TangentialElement { law, gt_start, sliding, n, r_a, r_b })
             })
             .collect()
@@ -671,6 +719,20 @@ impl DemSolver {
             self.accel.insert(bodies.id[i], (mask3(up.acceleration, mask, 0), mask3(up.angular_acceleration, mask, 3)));
         }
     }
+}
+
+/// `v` turned by the smallest rotation taking unit `from` onto unit `to`
+/// (eq 44's Q_c^Δ): R = I + [w]× + [w]×²/(1 + c), w = from × to, c = from·to
+/// (no acos: `Rotation3::rotation_between` gave NaN for normals a few ulps
+/// apart, whose dot product rounds above 1). `v` unchanged for opposite normals.
+fn rotate_onto(v: &Vector3<f64>, from: &Vector3<f64>, to: &Vector3<f64>) -> Vector3<f64> {
+    let w = from.cross(to);
+    let c = from.dot(to);
+    if c <= -1.0 + 1e-12 {
+        return *v;
+    }
+    let wv = w.cross(v);
+    v + wv + w.cross(&wv) / (1.0 + c)
 }
 
 /// One Newton solve by SNES; returns (converged, Newton iterations, KSP
@@ -731,7 +793,13 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: bool) -> Res
     let its = snes.iteration_number().unwrap_or(0) as i64;
     let lits = snes.linear_iterations().unwrap_or(0).max(0) as u64;
     let ok = match result {
-        Ok(()) => snes.converged_reason()?.converged(),
+        Ok(()) => {
+            let r = snes.converged_reason()?;
+            if !r.converged() {
+                log::debug!("dem: SNES stopped: {}", r.name);
+            }
+            r.converged()
+        }
         Err(e) => {
             log::debug!("dem: SNES failed: {e}");
             false

@@ -157,6 +157,8 @@ pub struct DemSettings {
     pub n2: f64,
     pub damping: f64,
     pub eps_t: f64,
+    /// Tangential damping ratio ζ_t (c_t = 2 ζ_t √(ε_t m_eff)).
+    pub damping_t: f64,
     pub beta: f64,
     pub gamma: f64,
     pub dt_min: f64,
