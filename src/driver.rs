@@ -580,7 +580,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         // Output after this step (a fixed-step run ends exactly at t_final).
         let output = t_final - (time + dt_try) <= 1e-9 * dt || (scene.output.every > 0 && step % scene.output.every == 0);
         // The start of the step, to redo it from (owned bodies, solver state).
-        let start = night_owls.then(|| {
+        let mut start = night_owls.then(|| {
             let mut b = sim.bodies.clone();
             b.truncate(sim.n_owned());
             (b, solver.save_state())
@@ -635,7 +635,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             report.iterations += earlier.iterations;
             report.linear_iterations += earlier.linear_iterations;
             report.rejected += earlier.rejected;
-            let Some((start_bodies, start_state)) = &start else { break report };
+            let Some((start_bodies, start_state)) = start.as_mut() else { break report };
             let moved = sim.largest_displacement(start_bodies);
             // The search finds the next step's contacts: walls as at its start.
             sim.set_time(time + report.dt);
@@ -665,6 +665,12 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             solver.restore_state(comm, start_state.clone());
             sim.set_time(time);
             sim.roll_back(start_bodies, distance);
+            // The roll-back migrated bodies that had drifted across a rank
+            // boundary since the last rebuild: the redo starts from this
+            // distribution (its contacts were detected in it).
+            let mut owned = sim.bodies.clone();
+            owned.truncate(sim.n_owned());
+            *start_bodies = owned;
         };
         sim.timers.reassign("solve", "compatibility", report.compatibility_seconds);
         tally.add(&report);
