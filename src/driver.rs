@@ -556,7 +556,12 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let mut tally = StepTally::default();
     // Adaptive solvers may take shorter steps (report.dt): time advances by
     // the step taken, and the run ends at the time `steps` full steps reach.
-    let t_final = t0_sim + (steps - first_step) as f64 * dt;
+    // After a restart of an adaptive (dem) run the step numbers no longer
+    // count full steps: end at steps·dt (also when fewer steps remain).
+    let t_final = match steps.checked_sub(first_step) {
+        Some(n) if scene.simulation.solver != SolverKind::Dem => t0_sim + n as f64 * dt,
+        _ => steps as f64 * dt,
+    };
     let mut time = t0_sim;
     let mut uniform = true;
     let mut step = first_step;

@@ -239,7 +239,10 @@ impl Problem<'_> {
     /// tangential residual, tangent and law result.
     fn eval(&self, k: usize, x12: &Vec12) -> Result<(super::assemble::ContactEval, Option<FrictionEval>), String> {
         let e = contact(&self.elements[k], &self.law, self.zeta, self.dt, x12)
-            .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
+            .ok_or_else(|| {
+                let c = &self.ctx.contacts;
+                format!("contact {}-{} (sub {} {}): gap closed (gap at detection {:e})", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k])
+            })?;
         let t = match &self.tangential[k] {
             Some(te) if e.force > 0.0 => {
                 let (_, grad, _, _) = super::assemble::gap(&self.elements[k].kin, x12);
@@ -295,7 +298,14 @@ impl Problem<'_> {
                 e.force += fr.force.norm();
             }
             let dg = super::assemble::gap_noise(&self.elements[k].kin, &x12);
-            let (_, grad, _, _) = super::assemble::gap(&self.elements[k].kin, &x12);
+            let (g, grad, _, _) = super::assemble::gap(&self.elements[k].kin, &x12);
+            if !e.residual.iter().all(|v| v.is_finite()) {
+                let c = &self.ctx.contacts;
+                log::debug!(
+                    "dem: non-finite residual of contact {}-{} (sub {} {}): gap {g:e} (at detection {:e}), force {:e}, friction {:?}",
+                    c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k], e.force, self.tangential[k]
+                );
+            }
             for (side, body) in [(0, self.ctx.contacts.ia[k]), (1, self.ctx.contacts.ib[k])] {
                 if body == WALL_INDEX {
                     continue;
@@ -615,6 +625,23 @@ impl Solver for DemSolver {
     }
 }
 
+/// `v` turned by the rotation taking unit `from` onto unit `to` about
+/// their common normal (unchanged when they are parallel or opposite).
+/// The angle is atan2(|from × to|, from · to): nalgebra's
+/// `rotation_between` takes acos of the dot product, which is NaN when
+/// rounding puts it above 1 while the cross product is still above ε (two
+/// nearly equal normals; it poisoned a friction history in the box of 564
+/// cubes, Newton then failing on a NaN residual down to dt_min).
+fn rotate_between(from: &Vector3<f64>, to: &Vector3<f64>, v: &Vector3<f64>) -> Vector3<f64> {
+    let c = from.cross(to);
+    let s = c.norm();
+    if !(s > 0.0) {
+        return *v;
+    }
+    let axis = nalgebra::Unit::new_unchecked(c / s);
+    nalgebra::Rotation3::from_axis_angle(&axis, s.atan2(from.dot(to))) * v
+}
+
 impl DemSolver {
     /// The friction elements of this step: coefficients as the means of the
     /// two materials' (a wall's own material for a wall), none when both
@@ -641,9 +668,7 @@ impl DemSolver {
                 let p = nalgebra::Matrix3::identity() - n * n.transpose();
                 let (gt_start, sliding) = match self.history.get(&(c.a[k], c.b[k], c.sub_a[k], c.sub_b[k])) {
                     Some(h) => {
-                        let rot = nalgebra::Rotation3::rotation_between(&h.normal, &n)
-                            .unwrap_or_else(nalgebra::Rotation3::identity);
-                        (p * (rot * h.gt), h.sliding)
+                        (p * rotate_between(&h.normal, &n, &h.gt), h.sliding)
                     }
                     None => (Vector3::zeros(), false),
                 };
@@ -745,4 +770,26 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: bool) -> Res
     drop(snes);
     let _ = comm.rank();
     Ok((ok, its, lits, x))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rotate_between;
+    use nalgebra::Vector3;
+
+    #[test]
+    fn rotate_between_turns_onto_the_target_and_stays_finite_near_parallel() {
+        let r = rotate_between(&Vector3::x(), &Vector3::y(), &Vector3::new(1.0, 0.0, 2.0));
+        assert!((r - Vector3::new(0.0, 1.0, 2.0)).norm() < 1e-15, "{r}");
+        assert_eq!(rotate_between(&Vector3::z(), &-Vector3::z(), &Vector3::x()), Vector3::x());
+        // Nearly equal normals (cross product just above ε): a finite, tiny turn.
+        for k in 0..200 {
+            let e = 1e-16 * (1.0 + k as f64 * 0.05);
+            let a = Vector3::new(e, 0.3 * e, 1.0).normalize();
+            let b = Vector3::new(-0.7 * e, e, 1.0).normalize();
+            let v = Vector3::new(1e-3, -2e-3, 0.0);
+            let r = rotate_between(&a, &b, &v);
+            assert!(r.iter().all(|x| x.is_finite()) && (r - v).norm() < 1e-12, "{a} {b} {r}");
+        }
+    }
 }
