@@ -635,7 +635,7 @@ impl Solver for DemSolver {
 fn rotate_between(from: &Vector3<f64>, to: &Vector3<f64>, v: &Vector3<f64>) -> Vector3<f64> {
     let c = from.cross(to);
     let s = c.norm();
-    if !(s > 0.0) {
+    if s == 0.0 || s.is_nan() {
         return *v;
     }
     let axis = nalgebra::Unit::new_unchecked(c / s);
