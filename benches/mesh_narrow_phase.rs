@@ -135,7 +135,7 @@ fn main() {
                     b.position[i] += v[i];
                     b.orientation[i] = UnitQuaternion::from_scaled_axis(w[i]) * b.orientation[i];
                 }
-                if verlet.is_stale(&b, 0, &params) {
+                if verlet.is_stale(&b, &[], &params) {
                     verlet.build(&b, &cs, &[], &params);
                 }
                 let t = Instant::now();

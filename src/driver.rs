@@ -9,7 +9,7 @@ use crate::parallel::exchange::{self, Layout};
 use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::{self, Comm};
 use crate::cd::CdSolver;
-use crate::scene::{Scene, SolverKind};
+use crate::scene::{Scene, SolverKind, Wall};
 use crate::solver::{ContactForces, Solver, StepContext, StepReport};
 use crate::timers::Timers;
 use mpi::traits::*;
@@ -182,6 +182,9 @@ pub struct Sim<'a> {
     /// DEM: night-owl contacts found and steps redone for them so far.
     pub night_owls: u64,
     pub night_owl_redos: u64,
+    /// The scene's walls, those removed by now (`until`) marked: indices
+    /// stay stable, so wall ids are 2^63 + index throughout.
+    walls: Vec<Wall>,
 }
 
 /// A DEM step is redone at most this many times for night-owl contacts,
@@ -219,6 +222,7 @@ impl<'a> Sim<'a> {
             next: None,
             night_owls: 0,
             night_owl_redos: 0,
+            walls: scene.walls.clone(),
         };
         sim.layout.n_owned = n;
         sim.neighbours(true);
@@ -284,13 +288,27 @@ impl<'a> Sim<'a> {
         log::info!("rebalanced by RCB: max/mean bodies per rank was {:.2}", max / mean);
     }
 
+    /// Marks the walls removed at time `t` (t >= until, within 1e-9 dt so
+    /// a step ending on `until` counts); the next detection drops them
+    /// (the Verlet list sees the change and rebuilds). The same on every rank.
+    pub fn set_time(&mut self, t: f64) {
+        let tol = 1e-9 * self.scene.simulation.dt;
+        for (k, w) in self.walls.iter_mut().enumerate() {
+            let removed = t >= w.until - tol;
+            if removed && !w.removed && self.comm.rank() == 0 {
+                log::info!("wall[{k}] removed at t = {t:e} (until = {:e})", w.until);
+            }
+            w.removed = removed;
+        }
+    }
+
     /// Step 2: contacts of the owned bodies (each contact on one rank).
     pub fn detect(&mut self) {
-        let (b, n, s, w, p) = (&self.bodies, self.layout.n_owned, &self.shapes, &self.scene.walls, &self.params);
+        let (b, n, s, w, p) = (&self.bodies, self.layout.n_owned, &self.shapes, &self.walls, &self.params);
         let (verlet, out) = (&mut self.verlet, &mut self.contacts);
         // The Verlet build is the broad phase; detect() then only runs the
         // narrow phase on the stored pairs.
-        if verlet.is_stale(b, w.len(), p) {
+        if verlet.is_stale(b, w, p) {
             self.timers.time("broad_phase", || verlet.build(b, s, w, p));
         }
         self.timers.time("narrow_phase", || contact::detect(b, n, s, w, p, verlet, out));
@@ -529,6 +547,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         scene.simulation.solver.name(),
         first_step + 1,
     );
+    sim.set_time(t0_sim);
     sim.detect();
     if opts.restart.is_none() {
         frames.write_frame(0, 0.0, dt, &sim.bodies, sim.n_owned(), &sim.contact_records())?;
@@ -537,7 +556,12 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let mut tally = StepTally::default();
     // Adaptive solvers may take shorter steps (report.dt): time advances by
     // the step taken, and the run ends at the time `steps` full steps reach.
-    let t_final = t0_sim + (steps - first_step) as f64 * dt;
+    // After a restart of an adaptive (dem) run the step numbers no longer
+    // count full steps: end at steps·dt (also when fewer steps remain).
+    let t_final = match steps.checked_sub(first_step) {
+        Some(n) if scene.simulation.solver != SolverKind::Dem => t0_sim + n as f64 * dt,
+        _ => steps as f64 * dt,
+    };
     let mut time = t0_sim;
     let mut uniform = true;
     let mut step = first_step;
@@ -545,7 +569,15 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let night_owls = scene.simulation.solver == SolverKind::Dem;
     while t_final - time > 1e-9 * dt {
         step += 1;
-        let dt_try = dt.min(t_final - time);
+        let mut dt_try = dt.min(t_final - time);
+        // DEM: a step ends exactly where a wall is removed (`until`).
+        if night_owls {
+            let tol = 1e-9 * dt;
+            for w in scene.walls.iter().filter(|w| w.until > time + tol) {
+                dt_try = dt_try.min(w.until - time);
+            }
+        }
+        sim.set_time(time);
         if !sim.take_next() && step > first_step + 1 {
             sim.neighbours(false);
             sim.detect();
@@ -553,7 +585,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         // Output after this step (a fixed-step run ends exactly at t_final).
         let output = t_final - (time + dt_try) <= 1e-9 * dt || (scene.output.every > 0 && step % scene.output.every == 0);
         // The start of the step, to redo it from (owned bodies, solver state).
-        let start = night_owls.then(|| {
+        let mut start = night_owls.then(|| {
             let mut b = sim.bodies.clone();
             b.truncate(sim.n_owned());
             (b, solver.save_state())
@@ -608,8 +640,10 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             report.iterations += earlier.iterations;
             report.linear_iterations += earlier.linear_iterations;
             report.rejected += earlier.rejected;
-            let Some((start_bodies, start_state)) = &start else { break report };
+            let Some((start_bodies, start_state)) = start.as_mut() else { break report };
             let moved = sim.largest_displacement(start_bodies);
+            // The search finds the next step's contacts: walls as at its start.
+            sim.set_time(time + report.dt);
             let owls = sim.search_after_step(start_bodies, scene.dem.gbar);
             let n_owls = parallel::sum_u64(comm, owls.len() as u64);
             if n_owls == 0 {
@@ -634,7 +668,14 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
                 log::info!("step {step}: night-owl contact(s) {names}: redoing the step with contact distance {distance:.4e}");
             }
             solver.restore_state(comm, start_state.clone());
+            sim.set_time(time);
             sim.roll_back(start_bodies, distance);
+            // The roll-back migrated bodies that had drifted across a rank
+            // boundary since the last rebuild: the redo starts from this
+            // distribution (its contacts were detected in it).
+            let mut owned = sim.bodies.clone();
+            owned.truncate(sim.n_owned());
+            *start_bodies = owned;
         };
         sim.timers.reassign("solve", "compatibility", report.compatibility_seconds);
         tally.add(&report);

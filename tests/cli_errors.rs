@@ -235,3 +235,11 @@ fn check_summarises_loads() {
     assert!(s.contains("loads        1"), "{s}");
     assert!(s.contains("body 1") && s.contains("force [2e0, 0e0, 0e0] at [0e0, 0e0, 5e-1]") && s.contains("ramp 0e0 .. 8e-1"), "{s}");
 }
+
+#[test]
+fn wall_until_must_be_a_time() {
+    let wall = |until: &str| format!("{GOOD}\n[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\nuntil = {until}\n");
+    expect_error(&wall("-1.0"), &[], "wall[0].until");
+    expect_error(&wall("nan"), &[], "wall[0].until");
+    expect_error(&wall("inf"), &[], "wall[0].until");
+}

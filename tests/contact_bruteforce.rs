@@ -66,8 +66,8 @@ fn box_walls(lo: Vector3<f64>, hi: Vector3<f64>) -> Vec<Wall> {
     for k in 0..3 {
         let mut n = Vector3::zeros();
         n[k] = 1.0;
-        walls.push(Wall { point: lo, normal: n, material: 0 });
-        walls.push(Wall { point: hi, normal: -n, material: 0 });
+        walls.push(Wall::new(lo, n, 0));
+        walls.push(Wall::new(hi, -n, 0));
     }
     walls
 }
@@ -239,7 +239,7 @@ fn verlet_list_is_reused_for_small_moves_and_rebuilt_after_a_big_one() {
     // A changed local numbering (migration) forces a rebuild too.
     let mut swapped = bodies.clone();
     swapped.id.swap(0, 1);
-    assert!(verlet.is_stale(&swapped, walls.len(), &PARAMS));
+    assert!(verlet.is_stale(&swapped, &walls, &PARAMS));
 }
 
 /// All-pairs narrow phase (any shapes), with both-fixed pairs skipped.
@@ -289,7 +289,7 @@ fn long_mesh_with_spheres_resting_along_it() {
         bodies.push(body(next_id(), 2, p, UnitQuaternion::identity(), false));
     }
     bodies.push(body(mesh_id, 1, Vector3::zeros(), UnitQuaternion::identity(), true));
-    let walls = vec![Wall { point: Vector3::new(0.0, 0.0, -0.5), normal: Vector3::z(), material: 0 }];
+    let walls = vec![Wall::new(Vector3::new(0.0, 0.0, -0.5), Vector3::z(), 0)];
     let cs = ContactShapes::new(&shapes);
     let mut verlet = VerletList::new();
     let mut out = Contacts::new();

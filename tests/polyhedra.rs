@@ -582,3 +582,156 @@ fn two_stacked_blocks_come_to_rest_alike_on_one_and_two_ranks() {
     assert!(dz < 1e-8, "1 and 2 ranks: heights differ by {dz} m");
     assert!(dxy < 1e-4, "1 and 2 ranks: horizontal positions differ by {dxy} m");
 }
+
+// ---------------------------------------------------------------- §3.5–3.6
+
+/// Four 0.1 m cubes (m = 2 kg), 2 × 2 face down on a frictionless ground in
+/// a box, gravity tilted towards +x (g_x = 2 m/s²), starting ḡ_n from the
+/// ground, the +x wall and each other (so the load builds up without
+/// impacts, which make block–block contacts chatter, see
+/// configs/pile-of-blocks.toml): at rest, the +x side
+/// wall (wall 2) carries 4 m g_x and the ground 4 m g_z. The lateral walls
+/// are removed at T = 0.4 s (`until`): from then on the cubes slide freely,
+/// x(t) = x(T) + g_x (t - T)² / 2, out of the old box.
+const BOX_T: f64 = 0.4;
+const BOX_GX: f64 = 2.0;
+const BOX_CUBES: &str = r#"
+[simulation]
+solver = "dem"
+t_end = 0.8
+dt = 1e-3
+gravity = [2.0, 0.0, -9.81]
+
+[[material]]
+name = "block"
+density = 2000.0
+friction = 0.0
+
+[[shape]]
+name = "cube"
+kind = "box"
+size = [0.1, 0.1, 0.1]
+
+[[body]]
+shape = "cube"
+position = [0.0995, -0.0505, 0.0505]
+[[body]]
+shape = "cube"
+position = [0.0995, 0.0505, 0.0505]
+[[body]]
+shape = "cube"
+position = [-0.001, -0.0505, 0.0505]
+[[body]]
+shape = "cube"
+position = [-0.001, 0.0505, 0.0505]
+
+[[wall]]
+point = [0.0, 0.0, 0.0]
+normal = [0.0, 0.0, 1.0]
+[[wall]]
+point = [-0.15, 0.0, 0.0]
+normal = [1.0, 0.0, 0.0]
+until = 0.4
+[[wall]]
+point = [0.15, 0.0, 0.0]
+normal = [-1.0, 0.0, 0.0]
+until = 0.4
+[[wall]]
+point = [0.0, -0.11, 0.0]
+normal = [0.0, 1.0, 0.0]
+until = 0.4
+[[wall]]
+point = [0.0, 0.11, 0.0]
+normal = [0.0, -1.0, 0.0]
+until = 0.4
+
+[contact]
+distance = 0.001
+skin = 0.004
+
+[dem]
+damping = 1.0
+
+[output]
+dir = "OUTDIR"
+every = 50
+checkpoint_every = 500
+thermo_every = 50
+"#;
+
+fn reaction(out: &Path, id: u64) -> [f64; 3] {
+    let s = summary(out);
+    let r = s["reactions"].as_array().unwrap().iter().find(|r| r["body"].as_u64().unwrap() == id);
+    r.map_or([0.0; 3], |r| [0, 1, 2].map(|k| r["force"][k].as_f64().unwrap()))
+}
+
+#[test]
+fn box_of_cubes_side_walls_removed_at_until_let_the_pack_slide_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = 2000.0 * 1e-3;
+    // Phase 1 alone (t_end < T): the pack rests against the +x wall.
+    let before = BOX_CUBES.replace("t_end = 0.8", "t_end = 0.39");
+    let (out, _) = common::run_config(1, dir.path(), "box-before", &before);
+    let (ground, east) = (reaction(&out, WALL), reaction(&out, WALL + 2));
+    eprintln!("box of cubes at t = 0.39 s: ground {ground:?}, +x wall {east:?}");
+    assert!((east[0] - 4.0 * m * BOX_GX).abs() < 1e-6 * 4.0 * m * BOX_GX, "+x wall carries {east:?}, not 4 m g_x");
+    assert!((-ground[2] - 4.0 * m * G).abs() < 1e-6 * 4.0 * m * G, "ground carries {ground:?}, not 4 m g");
+    for w in [1, 3, 4] {
+        assert!(norm(&reaction(&out, WALL + w)) < 1e-9, "wall {w} carries {:?}", reaction(&out, WALL + w));
+    }
+
+    let (one, log) = common::run_config(1, dir.path(), "box", BOX_CUBES);
+    assert!(log.contains("wall[2] removed at t = 4e-1"), "no removal logged:\n{log}");
+    let (two, _) = common::run_config(2, dir.path(), "box", BOX_CUBES);
+    let (f1, f2) = (frames(&one), frames(&two));
+    let at_t = f1.iter().find(|f| (f.t - BOX_T).abs() < 1e-9).expect("a frame at T");
+    let last = f1.last().unwrap();
+    assert!((last.t - 0.8).abs() < 1e-9);
+    for f in &f1 {
+        for c in &f.contacts {
+            assert!(f.t <= BOX_T + 1e-9 || c.body_b == WALL || c.body_b < WALL, "t = {}: contact with a removed wall {c:?}", f.t);
+        }
+        for p in &f.pos {
+            if f.t <= BOX_T {
+                assert!(p[0] + 0.05 <= 0.15 && p[0] - 0.05 >= -0.15, "t = {}: a cube outside the box: {p:?}", f.t);
+            }
+        }
+    }
+    // Free sliding of the centre of mass after T, as Newmark (β = 0.3,
+    // γ = 1/2, the defaults) integrates it: the first step after T (dt0 =
+    // dt, the pack is at rest) averages the accelerations before (0) and
+    // after (g_x), so it gains x = β g_x dt0² and v = γ g_x dt0; then the
+    // acceleration is constant and integrated exactly. (The cubes also
+    // separate a little, released from their compressed barrier contacts.)
+    let (dt0, tau) = (1e-3, last.t - BOX_T);
+    let mean = |f: &Frame, k: usize| f.pos.iter().map(|p| p[k]).sum::<f64>() / 4.0;
+    let v_t = at_t.vel.iter().map(|v| v[0]).sum::<f64>() / 4.0;
+    let s = tau - dt0;
+    let x = mean(at_t, 0) + v_t * tau + 0.3 * BOX_GX * dt0 * dt0 + 0.5 * BOX_GX * dt0 * s + 0.5 * BOX_GX * s * s;
+    let exact = mean(at_t, 0) + v_t * tau + 0.5 * BOX_GX * tau * tau;
+    eprintln!(
+        "box of cubes: x(T) = {:?}, x(0.8) = {:?}; centre of mass {} vs Newmark {x} (exact {exact})",
+        at_t.pos.iter().map(|p| p[0]).collect::<Vec<_>>(),
+        last.pos.iter().map(|p| p[0]).collect::<Vec<_>>(),
+        mean(last, 0)
+    );
+    assert!((mean(last, 0) - x).abs() < 1e-9, "after T the pack does not slide freely: {} vs {x}", mean(last, 0));
+    assert!((mean(last, 2) - mean(at_t, 2)).abs() < 1e-6, "the cubes left the ground");
+    assert!(last.pos.iter().any(|p| p[0] > 0.15), "no cube left the old box");
+
+    // 1 and 2 ranks: the same final state.
+    let l2 = f2.last().unwrap();
+    let d = (0..4).flat_map(|i| (0..3).map(move |k| (i, k))).map(|(i, k)| (last.pos[i][k] - l2.pos[i][k]).abs()).fold(0.0, f64::max);
+    eprintln!("box of cubes 1 vs 2 ranks: final positions differ by ≤ {d:.2e} m");
+    assert!(d < 1e-9, "1 and 2 ranks differ by {d:e} m");
+
+    // A restart from the checkpoint at t = 0.5 > T keeps the walls removed.
+    let cp = one.join("checkpoint-000500.h5");
+    assert!(cp.exists(), "no checkpoint at step 500");
+    common::mpirun_ok(2, &common::stiffgrain(), &["restart", cp.to_str().unwrap()]);
+    let again = frames(&one);
+    let l3 = again.last().unwrap();
+    let d = (0..4).flat_map(|i| (0..3).map(move |k| (i, k))).map(|(i, k)| (last.pos[i][k] - l3.pos[i][k]).abs()).fold(0.0, f64::max);
+    eprintln!("box of cubes restarted at t = 0.5: final positions differ by ≤ {d:.2e} m");
+    assert!(d < 1e-9, "the restart differs by {d:e} m");
+}

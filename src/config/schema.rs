@@ -304,6 +304,11 @@ pub struct GenerateCfg {
     /// Random: each body gets a velocity drawn uniformly in [-speed, speed]^dim.
     #[serde(default)]
     pub random_speed: f64,
+    /// Random and lattice: turn each body to an orientation drawn uniformly
+    /// on SO(3) from `seed` (mesh shapes; the bounding spheres keep the
+    /// bodies apart whatever their orientation). Default false.
+    #[serde(default)]
+    pub random_orientation: bool,
     #[serde(default)]
     pub velocity: [f64; 3],
     #[serde(default)]
@@ -328,6 +333,9 @@ pub struct WallCfg {
     pub point: [f64; 3],
     pub normal: [f64; 3],
     pub material: Option<String>,
+    /// The wall acts for t < until and is removed at that time (default:
+    /// never). Lets a box's side walls be taken away (Gay Neto & Wriggers §3.5).
+    pub until: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]

@@ -187,10 +187,17 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
                 pos.into_iter().zip(vel).map(|(p, v)| (p, velocity + v, g.fixed)).collect()
             }
         };
-        for (p, v, fixed) in placed {
+        if g.random_orientation && !matches!(g.kind, GenerateKind::Random | GenerateKind::Lattice) {
+            return Err(c.err(key("random_orientation"), "only for kind = random or lattice"));
+        }
+        let turns = if g.random_orientation { generate::random_orientations(placed.len(), g.seed) } else { Vec::new() };
+        for (j, (p, v, fixed)) in placed.into_iter().enumerate() {
             let id = bodies.len() as u64;
             let material = parity.map_or(material, |m| m[(id % 2) as usize]);
             let mut body = make(id, shape, material, p, fixed);
+            if let Some(q) = turns.get(j) {
+                body.orientation = *q;
+            }
             if !fixed {
                 body.velocity = v;
             }
@@ -219,6 +226,11 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
             point: c.finite3(&key("point"), w.point)?,
             normal: n.normalize(),
             material: find_mat(key("material"), &w.material)?,
+            until: match w.until {
+                Some(t) => c.non_negative(&key("until"), t)?,
+                None => f64::INFINITY,
+            },
+            removed: false,
         });
     }
 

@@ -207,7 +207,7 @@ pub fn candidate_pairs(
 
 /// Appends to `out` (cleared first) the candidate `(body, wall)` pairs:
 /// non-fixed bodies whose bounding sphere is within `margin` of the wall's
-/// plane (or behind it). Sorted by body, then wall.
+/// plane (or behind it); removed walls have none. Sorted by body, then wall.
 pub fn candidate_wall_pairs(
     positions: &[Vector3<f64>],
     radii: &[f64],
@@ -223,7 +223,7 @@ pub fn candidate_wall_pairs(
             continue;
         }
         for (w, wall) in walls.iter().enumerate() {
-            if (positions[i] - wall.point).dot(&units[w]) - radii[i] < margin {
+            if !wall.removed && (positions[i] - wall.point).dot(&units[w]) - radii[i] < margin {
                 out.push((i, w));
             }
         }
@@ -233,7 +233,7 @@ pub fn candidate_wall_pairs(
 /// Candidate pairs kept between rebuilds, with the positions they were built
 /// at. The list is valid while every body has moved at most `skin / 2` since
 /// the build (two bodies then closed in by at most `skin`) and the local
-/// bodies (ids, walls, parameters) are the same. It also keeps the
+/// bodies (ids, walls and which are removed, parameters) are the same. It also keeps the
 /// second-level lists of its mesh pairs ([`EntityLists`]).
 #[derive(Clone, Debug, Default)]
 pub struct VerletList {
@@ -241,7 +241,8 @@ pub struct VerletList {
     wall_pairs: Vec<(usize, usize)>,
     positions: Vec<Vector3<f64>>,
     ids: Vec<u64>,
-    n_walls: usize,
+    /// `removed` of each wall at the build.
+    walls_removed: Vec<bool>,
     params: Option<DetectParams>,
     builds: u64,
     radii: Vec<f64>,
@@ -268,7 +269,8 @@ impl VerletList {
         self.positions.extend_from_slice(&bodies.position);
         self.ids.clear();
         self.ids.extend_from_slice(&bodies.id);
-        self.n_walls = walls.len();
+        self.walls_removed.clear();
+        self.walls_removed.extend(walls.iter().map(|w| w.removed));
         self.params = Some(*params);
         self.builds += 1;
         self.entities.prune(self.builds);
@@ -286,11 +288,13 @@ impl VerletList {
     }
 
     /// [`VerletList::needs_rebuild`], or the local bodies (ids in local
-    /// order), the number of walls or the parameters differ from the build.
-    pub fn is_stale(&self, bodies: &Bodies, n_walls: usize, params: &DetectParams) -> bool {
+    /// order), the walls (their number, which are removed) or the parameters
+    /// differ from the build.
+    pub fn is_stale(&self, bodies: &Bodies, walls: &[Wall], params: &DetectParams) -> bool {
         self.needs_rebuild(&bodies.position)
             || self.params != Some(*params)
-            || self.n_walls != n_walls
+            || self.walls_removed.len() != walls.len()
+            || self.walls_removed.iter().zip(walls).any(|(&r, w)| r != w.removed)
             || self.ids != bodies.id
     }
 
@@ -381,11 +385,14 @@ mod tests {
     fn wall_candidates_by_plane_distance() {
         let pos = vec![Vector3::new(0.0, 0.0, 1.05), Vector3::new(0.0, 0.0, 1.2), Vector3::new(0.0, 0.0, -3.0)];
         let rad = vec![1.0; 3];
-        let walls = vec![Wall { point: Vector3::zeros(), normal: Vector3::new(0.0, 0.0, 2.0), material: 0 }];
+        let walls = vec![Wall::new(Vector3::zeros(), Vector3::new(0.0, 0.0, 2.0), 0)];
         let mut out = Vec::new();
         candidate_wall_pairs(&pos, &rad, &[false, false, false], &walls, 0.1, &mut out);
         assert_eq!(out, vec![(0, 0), (2, 0)]);
         candidate_wall_pairs(&pos, &rad, &[true, false, false], &walls, 0.1, &mut out);
         assert_eq!(out, vec![(2, 0)]);
+        let removed = vec![Wall { removed: true, ..walls[0].clone() }];
+        candidate_wall_pairs(&pos, &rad, &[false, false, false], &removed, 0.1, &mut out);
+        assert!(out.is_empty());
     }
 }

@@ -48,7 +48,7 @@ mod tests {
     use nalgebra::UnitQuaternion;
 
     fn floor() -> Wall {
-        Wall { point: Vector3::new(0.0, 0.0, 0.0), normal: Vector3::z(), material: 0 }
+        Wall::new(Vector3::new(0.0, 0.0, 0.0), Vector3::z(), 0)
     }
 
     #[test]

@@ -233,7 +233,7 @@ pub fn detect(
     out: &mut Contacts,
 ) -> bool {
     out.clear();
-    let rebuilt = verlet.is_stale(bodies, walls.len(), params);
+    let rebuilt = verlet.is_stale(bodies, walls, params);
     if rebuilt {
         verlet.build(bodies, shapes, walls, params);
     }

@@ -38,7 +38,7 @@ mod tests {
     #[test]
     fn sphere_above_tilted_wall() {
         let n = Vector3::new(0.0, 1.0, 1.0).normalize();
-        let wall = Wall { point: Vector3::new(0.0, 0.0, -1.0), normal: n * 3.0, material: 0 };
+        let wall = Wall::new(Vector3::new(0.0, 0.0, -1.0), n * 3.0, 0);
         let x = wall.point + n * 0.52 + Vector3::x() * 4.0;
         let s = BodyPose { id: 7, index: 2, position: x, orientation: UnitQuaternion::identity() };
         let c = sphere_wall(&s, 0.5, 3, &wall, 0.05).unwrap();

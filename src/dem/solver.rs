@@ -286,8 +286,10 @@ impl Problem<'_> {
     /// tangential residual, tangent and law result.
     /// `tangent` false: residuals only (the tangents are zero).
     fn eval(&self, k: usize, x12: &Vec12, tangent: bool) -> Result<(super::assemble::ContactEval, Option<FrictionEval>), String> {
-        let e = contact_with(&self.elements[k], &self.law, self.zeta, self.dt, x12, tangent)
-            .ok_or_else(|| format!("contact {}-{}: gap closed", self.ctx.contacts.a[k], self.ctx.contacts.b[k]))?;
+        let e = contact_with(&self.elements[k], &self.law, self.zeta, self.dt, x12, tangent).ok_or_else(|| {
+            let c = &self.ctx.contacts;
+            format!("contact {}-{} (sub {} {}): gap closed (gap at detection {:e})", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k])
+        })?;
         let t = match &self.tangential[k] {
             Some(te) if e.force > 0.0 => tangential(te, self.dt, e.force, &(e.stiffness * e.grad), x12),
             _ => None,
@@ -341,6 +343,13 @@ impl Problem<'_> {
             }
             let dg = super::assemble::gap_noise(&self.elements[k].kin, &x12);
             let grad = e.grad;
+            if !e.residual.iter().all(|v| v.is_finite()) {
+                let c = &self.ctx.contacts;
+                log::debug!(
+                    "dem: non-finite residual of contact {}-{} (sub {} {}): gap at detection {:e}, force {:e}, friction {:?}",
+                    c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k], e.force, self.tangential[k]
+                );
+            }
             for (side, body) in [(0, self.ctx.contacts.ia[k]), (1, self.ctx.contacts.ib[k])] {
                 if body == WALL_INDEX {
                     continue;
@@ -813,4 +822,26 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: bool) -> Res
     drop(snes);
     let _ = comm.rank();
     Ok((ok, its, lits, x))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rotate_onto;
+    use nalgebra::Vector3;
+
+    #[test]
+    fn rotate_onto_turns_onto_the_target_and_stays_finite_near_parallel() {
+        let r = rotate_onto(&Vector3::new(1.0, 0.0, 2.0), &Vector3::x(), &Vector3::y());
+        assert!((r - Vector3::new(0.0, 1.0, 2.0)).norm() < 1e-15, "{r}");
+        assert_eq!(rotate_onto(&Vector3::x(), &Vector3::z(), &-Vector3::z()), Vector3::x());
+        // Nearly equal normals (cross product just above ε): a finite, tiny turn.
+        for k in 0..200 {
+            let e = 1e-16 * (1.0 + k as f64 * 0.05);
+            let a = Vector3::new(e, 0.3 * e, 1.0).normalize();
+            let b = Vector3::new(-0.7 * e, e, 1.0).normalize();
+            let v = Vector3::new(1e-3, -2e-3, 0.0);
+            let r = rotate_onto(&v, &a, &b);
+            assert!(r.iter().all(|x| x.is_finite()) && (r - v).norm() < 1e-12, "{a} {b} {r}");
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Scene generators: lattice, cannonball pyramid, random loose pack. All are
 //! deterministic, so every rank (and every rank count) builds the same scene.
-use nalgebra::Vector3;
+use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::collections::HashMap;
 
 /// Centres of an nx × ny × nz lattice starting at `origin` with `spacing`.
@@ -124,6 +124,22 @@ pub fn random_pack(
     Ok((pos, vel))
 }
 
+/// `count` orientations uniform on SO(3) (Shoemake's subgroup algorithm,
+/// Graphics Gems III), from their own stream of `seed` so the positions of
+/// a random pack do not depend on whether its bodies are turned.
+pub fn random_orientations(count: usize, seed: u64) -> Vec<UnitQuaternion<f64>> {
+    let mut rng = SplitMix64::new(seed ^ 0x6F72_6965_6E74_6174);
+    let tau = std::f64::consts::TAU;
+    (0..count)
+        .map(|_| {
+            let (u1, u2, u3) = (rng.uniform(), rng.uniform(), rng.uniform());
+            let (a, b) = ((1.0 - u1).sqrt(), u1.sqrt());
+            let q = Quaternion::new(b * (tau * u3).cos(), a * (tau * u2).sin(), a * (tau * u2).cos(), b * (tau * u3).sin());
+            UnitQuaternion::from_quaternion(q)
+        })
+        .collect()
+}
+
 /// Index pairs (a < b, sorted) of spheres (centre, radius) that touch or
 /// overlap, by a uniform grid of cell size twice the largest radius.
 pub fn close_pairs(spheres: &[(Vector3<f64>, f64)]) -> Vec<(usize, usize)> {
@@ -174,6 +190,24 @@ mod tests {
         for &(a, b) in &pairs {
             assert!(((pts[a].0 - pts[b].0).norm() - 2.0 * r).abs() < 1e-12);
         }
+    }
+
+    #[test]
+    fn random_orientations_are_uniform_and_deterministic() {
+        let q = random_orientations(20_000, 3);
+        assert_eq!(q, random_orientations(20_000, 3));
+        assert_ne!(q[0], random_orientations(1, 4)[0]);
+        // Uniform on SO(3): a body axis turned by q is uniform on the
+        // sphere (mean 0, E[z^2] = 1/3); the angle has E[θ] = π/2 + 2/π.
+        let z: Vec<Vector3<f64>> = q.iter().map(|q| q * Vector3::z()).collect();
+        let n = z.len() as f64;
+        let mean = z.iter().sum::<Vector3<f64>>() / n;
+        assert!(mean.norm() < 0.03, "{mean}");
+        let zz = z.iter().map(|v| v.z * v.z).sum::<f64>() / n;
+        assert!((zz - 1.0 / 3.0).abs() < 0.01, "{zz}");
+        let angle = q.iter().map(|q| q.angle()).sum::<f64>() / n;
+        let expected = std::f64::consts::FRAC_PI_2 + 2.0 / std::f64::consts::PI;
+        assert!((angle - expected).abs() < 0.02, "{angle} vs {expected}");
     }
 
     #[test]

@@ -41,6 +41,23 @@ pub struct Wall {
     pub point: Vector3<f64>,
     pub normal: Vector3<f64>,
     pub material: u32,
+    /// The wall acts while t < until, then is gone (`f64::INFINITY`: always).
+    /// Removed walls keep their index, so wall ids stay 2^63 + index.
+    pub until: f64,
+    /// Set by the time loop once t >= until: contact detection skips it.
+    pub removed: bool,
+}
+
+impl Wall {
+    /// A wall that is never removed.
+    pub fn new(point: Vector3<f64>, normal: Vector3<f64>, material: u32) -> Self {
+        Self { point, normal, material, until: f64::INFINITY, removed: false }
+    }
+
+    /// Whether the wall acts at time `t`.
+    pub fn active(&self, t: f64) -> bool {
+        t < self.until
+    }
 }
 
 /// Time integration settings.
