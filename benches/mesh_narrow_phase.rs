@@ -13,24 +13,19 @@
 //! (defaults 512 40 3 0.002). Prints per mode the median over REPS of the mean
 //! narrow-phase time per step (first-level builds excluded, entity-list
 //! builds included), and list statistics.
+use stiffgrain::scene::generate::SplitMix64;
 use nalgebra::{Matrix3, Unit, UnitQuaternion, Vector3};
 use std::sync::Arc;
 use std::time::Instant;
 use stiffgrain::body::{Bodies, Body, Shape, TriMesh, DOF_ALL};
 use stiffgrain::contact::{detect, narrow_phase, ContactShapes, Contacts, DetectParams, VerletList};
 
-struct Rng(u64);
+/// The scene generators' deterministic generator, with the draws this bench needs.
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
     fn f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.uniform()
     }
     fn unit_vector(&mut self) -> Vector3<f64> {
         loop {
@@ -107,7 +102,7 @@ fn main() {
     let (n, steps, reps, motion) = (arg(0, 512.0) as usize, arg(1, 40.0) as usize, arg(2, 3.0) as usize, arg(3, 0.002));
     let shapes = vec![Shape::Mesh(Arc::new(TriMesh::tetrapod(1.0, 0.25, 12)))];
     let cs = ContactShapes::new(&shapes);
-    let mut rng = Rng(2025);
+    let mut rng = Rng(SplitMix64::new(2025));
     let t0 = Instant::now();
     let start = pack(n, &cs, &mut rng);
     eprintln!("placed {} tetrapods in {:.1} s", start.len(), t0.elapsed().as_secs_f64());

@@ -1,5 +1,6 @@
 //! Contact detection (stage 2) against O(N²) brute force: broad phase +
 //! narrow phase must find exactly the contacts an all-pairs search finds.
+use stiffgrain::scene::generate::SplitMix64;
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use std::sync::Arc;
 use stiffgrain::body::{Bodies, Body, Shape, TriMesh, DOF_ALL, DOF_NONE};
@@ -8,20 +9,13 @@ use stiffgrain::contact::{
 };
 use stiffgrain::scene::Wall;
 
-/// splitmix64: a tiny deterministic generator.
-struct Rng(u64);
+/// The scene generators' deterministic generator, with the draws these tests need.
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
     /// Uniform in [0, 1).
     fn f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.uniform()
     }
     /// Uniform in [lo, hi).
     fn range(&mut self, lo: f64, hi: f64) -> f64 {
@@ -38,7 +32,7 @@ impl Rng {
     }
     fn shuffle<T>(&mut self, v: &mut [T]) {
         for i in (1..v.len()).rev() {
-            let j = (self.next_u64() % (i as u64 + 1)) as usize;
+            let j = (self.0.next_u64() % (i as u64 + 1)) as usize;
             v.swap(i, j);
         }
     }
@@ -177,7 +171,7 @@ const PARAMS: DetectParams = DetectParams { skin: 0.1, contact_distance: 0.05, e
 
 #[test]
 fn random_sphere_pack_matches_brute_force() {
-    let mut rng = Rng(2024);
+    let mut rng = Rng(SplitMix64::new(2024));
     let (bodies, shapes, walls) = sphere_pack(&mut rng, [17, 17, 18], 0.5);
     assert!(bodies.len() >= 5000);
     let cs = ContactShapes::new(&shapes);
@@ -195,7 +189,7 @@ fn random_sphere_pack_matches_brute_force() {
 
 #[test]
 fn ghosts_keep_only_contacts_whose_smaller_id_is_owned() {
-    let mut rng = Rng(7);
+    let mut rng = Rng(SplitMix64::new(7));
     let (bodies, shapes, walls) = sphere_pack(&mut rng, [8, 8, 8], 0.5);
     let cs = ContactShapes::new(&shapes);
     let n_owned = bodies.len() / 2;
@@ -210,7 +204,7 @@ fn ghosts_keep_only_contacts_whose_smaller_id_is_owned() {
 
 #[test]
 fn verlet_list_is_reused_for_small_moves_and_rebuilt_after_a_big_one() {
-    let mut rng = Rng(99);
+    let mut rng = Rng(SplitMix64::new(99));
     let (mut bodies, shapes, walls) = sphere_pack(&mut rng, [12, 12, 12], 0.5);
     let cs = ContactShapes::new(&shapes);
     let n = bodies.len();
@@ -320,7 +314,7 @@ fn long_mesh_with_spheres_resting_along_it() {
 
 #[test]
 fn mixed_spheres_and_rotated_cubes_match_all_pairs() {
-    let mut rng = Rng(31337);
+    let mut rng = Rng(SplitMix64::new(31337));
     let (mut bodies, mut shapes, walls) = sphere_pack(&mut rng, [10, 10, 10], 0.5);
     let cube = shapes.len() as u32;
     shapes.push(Shape::Mesh(Arc::new(TriMesh::cuboid(Vector3::new(1.4, 1.2, 1.0)))));
