@@ -42,19 +42,6 @@ fn summary(out: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
 
-/// (body id, force) of every reaction in summary.json.
-fn reactions(out: &Path) -> Vec<(u64, [f64; 3])> {
-    summary(out)["reactions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let f = r["force"].as_array().unwrap();
-            (r["body"].as_u64().unwrap(), [0, 1, 2].map(|k| f[k].as_f64().unwrap()))
-        })
-        .collect()
-}
-
 /// Frame data: contacts (a, b, f_n) sorted by (a, b), and body velocities by id.
 struct Frame {
     contacts: Vec<(u64, u64, f64)>,
@@ -103,7 +90,7 @@ normal = [0.0, 0.0, 1.0]
 "#;
     let (cfg, out) = write_cfg(dir.path(), "one", 0.1, body);
     run(1, &cfg);
-    let r = reactions(&out);
+    let r = common::reactions(&out);
     assert_eq!(r.len(), 1, "{r:?}");
     assert_eq!(r[0].0, WALL);
     let w = sphere_weight();
@@ -141,7 +128,7 @@ normal = [0.0, 0.0, 1.0]
         assert!(b == WALL || b == a + 1, "unexpected contact {a}-{b}");
         assert!((f - above * w).abs() <= 1e-6 * w, "contact {a}-{b}: {f} vs {}", above * w);
     }
-    let r = reactions(&out);
+    let r = common::reactions(&out);
     assert!((r[0].1[2] + 4.0 * w).abs() <= 1e-6 * w, "{r:?}");
 }
 
@@ -219,7 +206,7 @@ fn beam_on_three_supports() {
     let fwd = beam(dir.path(), "fwd", "pgs", "forward");
     let rev = beam(dir.path(), "rev", "pgs", "reverse");
     let support = |out: &Path| -> Vec<f64> {
-        let r = reactions(out);
+        let r = common::reactions(out);
         assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 3], "{r:?}");
         // Force on the support is downward (−y); report the load it carries.
         r.iter().map(|x| -x.1[1]).collect()
@@ -262,7 +249,7 @@ fn small_pyramid_settles_with_the_same_reactions_on_1_2_3_ranks() {
         run(np, &cfg);
         let s = summary(&out);
         assert_eq!(s["bodies"].as_u64(), Some(55));
-        let r = reactions(&out);
+        let r = common::reactions(&out);
         let mass = 2000.0 * 4.0 / 3.0 * std::f64::consts::PI * 1.25e-3f64.powi(3);
         let weight = 30.0 * mass * 9.81;
         let total: f64 = r.iter().map(|x| x.1[2]).sum();

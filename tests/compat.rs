@@ -26,19 +26,6 @@ fn run(dir: &Path, name: &str, text: &str, np: usize) -> PathBuf {
     out
 }
 
-fn reactions(out: &Path) -> Vec<(u64, [f64; 3])> {
-    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    s["reactions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let f = r["force"].as_array().unwrap();
-            (r["body"].as_u64().unwrap(), [0, 1, 2].map(|k| f[k].as_f64().unwrap()))
-        })
-        .collect()
-}
-
 struct Contact {
     a: u64,
     b: u64,
@@ -87,7 +74,7 @@ fn last_frame(out: &Path) -> Frame {
 
 /// Loads carried by the supports (ids 1, 2, 3) from summary.json.
 fn supports(out: &Path) -> Vec<f64> {
-    let r = reactions(out);
+    let r = common::reactions(out);
     assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 3], "{r:?}");
     r.iter().map(|x| -x.1[1]).collect()
 }

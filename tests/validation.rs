@@ -27,22 +27,9 @@ fn run(dir: &Path, name: &str, text: &str) -> PathBuf {
     out
 }
 
-fn reactions(out: &Path) -> Vec<(u64, [f64; 3])> {
-    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    s["reactions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let f = r["force"].as_array().unwrap();
-            (r["body"].as_u64().unwrap(), [0, 1, 2].map(|k| f[k].as_f64().unwrap()))
-        })
-        .collect()
-}
-
 /// Loads on the supports at x = 0, L/2, L (ids 1, 3, 2).
 fn supports(out: &Path) -> [f64; 3] {
-    let r = reactions(out);
+    let r = common::reactions(out);
     let get = |id: u64| -r.iter().find(|x| x.0 == id).map_or(0.0, |x| x.1[1]);
     [get(1), get(3), get(2)]
 }
@@ -112,7 +99,7 @@ fn pyramid(solver: &str, method: &str, eps1: f64) -> String {
 
 /// Reactions on the N² fixed base spheres (ids 0..N²), flattened.
 fn floor(out: &Path) -> Vec<f64> {
-    let r = reactions(out);
+    let r = common::reactions(out);
     (0..(N * N) as u64).flat_map(|id| r.iter().find(|x| x.0 == id).map_or([0.0; 3], |x| x.1)).collect()
 }
 

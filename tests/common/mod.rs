@@ -75,3 +75,17 @@ pub fn run_config(np: usize, dir: &Path, name: &str, text: &str) -> (PathBuf, St
     let log = mpirun_ok(np, &stiffgrain(), &["run", cfg.to_str().unwrap()]);
     (out, log)
 }
+
+/// (body id, force) of every reaction in `out/summary.json`.
+pub fn reactions(out: &Path) -> Vec<(u64, [f64; 3])> {
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    s["reactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let f = r["force"].as_array().unwrap();
+            (r["body"].as_u64().unwrap(), [0, 1, 2].map(|k| f[k].as_f64().unwrap()))
+        })
+        .collect()
+}
