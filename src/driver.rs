@@ -187,9 +187,31 @@ pub struct Sim<'a> {
     walls: Vec<Wall>,
 }
 
-/// A DEM step is redone at most this many times for night-owl contacts,
-/// then accepted with a warning.
+/// A DEM step is redone at most this many times with a larger contact
+/// distance for night-owl contacts, then accepted with a warning.
 const MAX_NIGHT_OWL_REDOS: u32 = 3;
+
+/// A contact unseen in a step that the search at its end found (§2.6.3).
+#[derive(Clone, Copy, Debug)]
+struct NightOwl {
+    a: u64,
+    b: u64,
+    gap: f64,
+    /// Its body pair had no contact in the step: the redo detects out to a
+    /// larger distance.
+    new_pair: bool,
+    /// Its sub-region pair was not in the step and its gap is already below
+    /// the penetration floor: the redo takes half the step, so that it
+    /// enters the list before it is closed (the start configuration may
+    /// hold it outside its validity range at any distance).
+    penetrating: bool,
+}
+
+/// The penetration floor of a night owl, as a fraction of the law's
+/// penalty/barrier switch gap f ḡ_n (eq 49): above the switch a contact
+/// carries at most the ~100 weights eps1 is sized for, so a degeneration
+/// that takes over from a listed one under an ordinary load is no owl.
+const PENETRATION_FLOOR: f64 = 0.5;
 
 impl<'a> Sim<'a> {
     /// Distributes `bodies` (any subset per rank, e.g. the whole scene on
@@ -354,10 +376,13 @@ impl<'a> Sim<'a> {
     /// The global search at the end of a DEM step (§2.6.3), which the next
     /// step reuses (`next`): neighbours and contacts at the new
     /// configuration. The step's contacts and forces stay in `contacts` and
-    /// `forces` (frames, reactions). Returns this rank's night owls (a, b,
-    /// gap): active contacts (gap < ḡ_n) whose pair had no contact in the
-    /// step's list. Collective. `start`: the owned bodies at the step's start.
-    fn search_after_step(&mut self, start: &Bodies, gbar: f64) -> Vec<(u64, u64, f64)> {
+    /// `forces` (frames, reactions). Returns this rank's night owls: active
+    /// contacts (gap < ḡ_n) whose body pair had no contact in the step's
+    /// list, and contacts closer than `floor` whose sub-region pair was not
+    /// in it (`penetrating`: the step crossed into a degeneration it did not
+    /// model, e.g. an edge–edge pair beside a listed vertex–face one).
+    /// Collective. `start`: the owned bodies at the step's start.
+    fn search_after_step(&mut self, start: &Bodies, gbar: f64, floor: f64) -> Vec<NightOwl> {
         let rebuilds = self.rebuilds;
         let step_list = std::mem::take(&mut self.contacts);
         let step_fixed = std::mem::take(&mut self.contact_fixed);
@@ -373,12 +398,22 @@ impl<'a> Sim<'a> {
         let active: Vec<usize> = (0..new_list.len()).filter(|&k| new_list.gap[k] < gbar).collect();
         let mut owls = Vec::new();
         if !active.is_empty() || migrated {
-            let listed: HashSet<(u64, u64)> = self.contacts.a.iter().copied().zip(self.contacts.b.iter().copied()).collect();
+            let c = &self.contacts;
+            let pairs: HashSet<(u64, u64)> = c.a.iter().copied().zip(c.b.iter().copied()).collect();
+            let keys: HashSet<[u64; 4]> = (0..c.len()).map(|k| [c.a[k], c.b[k], c.sub_a[k] as u64, c.sub_b[k] as u64]).collect();
+            // The owl a contact is, given whether its pair / its key was listed.
+            let classify = |k: usize, pair: bool, key: bool| {
+                let (a, b, gap) = (new_list.a[k], new_list.b[k], new_list.gap[k]);
+                let penetrating = !key && gap < floor;
+                (!pair || penetrating).then_some(NightOwl { a, b, gap, new_pair: !pair, penetrating })
+            };
+            let key_of = |k: usize| [new_list.a[k], new_list.b[k], new_list.sub_a[k] as u64, new_list.sub_b[k] as u64];
             let mut ask = Vec::new();
             let mut arrived: Option<HashSet<u64>> = None;
             for k in active {
-                let (a, b, gap) = (new_list.a[k], new_list.b[k], new_list.gap[k]);
-                if listed.contains(&(a, b)) {
+                let key = key_of(k);
+                let (pair_listed, key_listed) = (pairs.contains(&(key[0], key[1])), keys.contains(&key));
+                if key_listed || (pair_listed && new_list.gap[k] >= floor) {
                     continue;
                 }
                 let arrival = migrated && {
@@ -386,40 +421,49 @@ impl<'a> Sim<'a> {
                         let here: HashSet<u64> = start.id.iter().copied().collect();
                         (0..self.layout.n_owned).map(|i| self.bodies.id[i]).filter(|id| !here.contains(id)).collect()
                     });
-                    arrived.contains(&a)
+                    arrived.contains(&key[0])
                 };
                 if arrival {
-                    ask.push((a, b, gap));
+                    ask.push((k, pair_listed));
                 } else {
-                    owls.push((a, b, gap));
+                    owls.extend(classify(k, pair_listed, false));
                 }
             }
             if migrated {
                 if !ask.is_empty() {
-                    log::debug!("night-owl search: asking the other ranks about {} pair(s) of arrived bodies", ask.len());
+                    log::debug!("night-owl search: asking the other ranks about {} contact(s) of arrived bodies", ask.len());
                 }
                 let (me, size) = (self.comm.rank() as u64, self.comm.size() as usize);
-                let mut q = FlatRecords::new(2, 0);
+                // Query: a | b, sub_a, sub_b, asking rank, index; answer: index, pair listed, key listed.
+                let mut q = FlatRecords::new(5, 0);
                 let mut dest = Vec::new();
-                for &(a, b, _) in &ask {
+                for (i, &(k, _)) in ask.iter().enumerate() {
+                    let key = key_of(k);
                     for r in (0..size).filter(|&r| r as u64 != me) {
-                        q.push(a, &[b, me], &[]);
+                        q.push(key[0], &[key[1], key[2], key[3], me, i as u64], &[]);
                         dest.push(r);
                     }
                 }
                 let got = send_to(self.comm, &q, &dest);
-                let mut yes = FlatRecords::new(1, 0);
+                let mut yes = FlatRecords::new(2, 0);
                 let mut back = Vec::new();
                 for k in 0..got.len() {
                     let u = got.u_row(k);
-                    if listed.contains(&(got.keys[k], u[0])) {
-                        yes.push(got.keys[k], &[u[0]], &[]);
-                        back.push(u[1] as usize);
+                    let key = [got.keys[k], u[0], u[1], u[2]];
+                    let (pair, listed) = (pairs.contains(&(key[0], key[1])), keys.contains(&key));
+                    if pair || listed {
+                        yes.push(u[4], &[pair as u64, listed as u64], &[]);
+                        back.push(u[3] as usize);
                     }
                 }
                 let yes = send_to(self.comm, &yes, &back);
-                let found: HashSet<(u64, u64)> = (0..yes.len()).map(|k| (yes.keys[k], yes.u_row(k)[0])).collect();
-                owls.extend(ask.into_iter().filter(|&(a, b, _)| !found.contains(&(a, b))));
+                let mut seen: Vec<(bool, bool)> = ask.iter().map(|&(_, pair)| (pair, false)).collect();
+                for k in 0..yes.len() {
+                    let s = &mut seen[yes.keys[k] as usize];
+                    s.0 |= yes.u_row(k)[0] != 0;
+                    s.1 |= yes.u_row(k)[1] != 0;
+                }
+                owls.extend(ask.iter().zip(seen).filter_map(|(&(k, _), (pair, key))| classify(k, pair, key)));
             }
         }
         self.next = Some((new_list, new_fixed));
@@ -590,7 +634,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             b.truncate(sim.n_owned());
             (b, solver.save_state())
         });
-        let mut redos = 0;
+        let (mut redos, mut widened) = (0, 0);
         let mut distance = scene.contact.distance;
         // Iterations and rejections of the attempts redone, counted with the step's.
         let mut earlier = StepReport::default();
@@ -644,28 +688,38 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             let moved = sim.largest_displacement(start_bodies);
             // The search finds the next step's contacts: walls as at its start.
             sim.set_time(time + report.dt);
-            let owls = sim.search_after_step(start_bodies, scene.dem.gbar);
-            let n_owls = parallel::sum_u64(comm, owls.len() as u64);
+            let floor = PENETRATION_FLOOR * scene.dem.f * scene.dem.gbar;
+            let owls = sim.search_after_step(start_bodies, scene.dem.gbar, floor);
+            let count = |f: fn(&NightOwl) -> bool| parallel::sum_u64(comm, owls.iter().filter(|o| f(o)).count() as u64);
+            let (n_owls, n_new, n_deep) = (count(|_| true), count(|o| o.new_pair), count(|o| o.penetrating));
             if n_owls == 0 {
                 break report;
             }
             sim.night_owls += n_owls;
             let names = night_owl_names(comm, &owls);
-            if redos == MAX_NIGHT_OWL_REDOS {
+            let halve = n_deep > 0 && 0.5 * report.dt >= scene.dem.dt_min;
+            let widen = n_new > 0 && widened < MAX_NIGHT_OWL_REDOS;
+            if !halve && !widen {
                 if rank == 0 {
-                    log::warn!("step {step}: night-owl contact(s) {names} remain after {redos} redos; step accepted");
+                    log::warn!("step {step}: night-owl contact(s) {names} remain after {redos} redos (dt = {:e}); step accepted", report.dt);
                 }
                 break report;
             }
-            // A gap changes by at most the two bodies' displacements: the
-            // new pairs were within this distance at the step's start.
-            let reach = 2.0 * parallel::max_f64(comm, moved);
-            distance = distance.max(scene.contact.distance + 1.01 * reach);
+            if widen {
+                // A gap changes by at most the two bodies' displacements: the
+                // new pairs were within this distance at the step's start.
+                let reach = 2.0 * parallel::max_f64(comm, moved);
+                distance = distance.max(scene.contact.distance + 1.01 * reach);
+                widened += 1;
+            }
+            if halve {
+                dt_try = 0.5 * report.dt;
+            }
             redos += 1;
             earlier = report;
             sim.night_owl_redos += 1;
             if rank == 0 {
-                log::info!("step {step}: night-owl contact(s) {names}: redoing the step with contact distance {distance:.4e}");
+                log::info!("step {step}: night-owl contact(s) {names}: redoing the step with contact distance {distance:.4e}, dt = {dt_try:e}");
             }
             solver.restore_state(comm, start_state.clone());
             sim.set_time(time);
@@ -790,10 +844,10 @@ fn finish(
 
 /// The night owls of every rank as "a-b (gap g)" (walls as "wall w"), at
 /// most ten, for rank 0's log line. Collective.
-fn night_owl_names(comm: &Comm, owls: &[(u64, u64, f64)]) -> String {
+fn night_owl_names(comm: &Comm, owls: &[NightOwl]) -> String {
     let mut recs = FlatRecords::new(1, 1);
-    for &(a, b, gap) in owls {
-        recs.push(a, &[b], &[gap]);
+    for o in owls {
+        recs.push(o.a, &[o.b], &[o.gap]);
     }
     let mut got = send_to(comm, &recs, &vec![0; recs.len()]);
     got.sort();

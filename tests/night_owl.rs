@@ -77,6 +77,7 @@ struct Frame {
     /// Bodies sorted by id: position, velocity.
     position: Vec<[f64; 3]>,
     velocity: Vec<[f64; 3]>,
+    omega: Vec<[f64; 3]>,
     contact_gaps: Vec<f64>,
 }
 
@@ -93,6 +94,7 @@ fn frames(file: &Path) -> Vec<Frame> {
             time: fr.attr("time").unwrap().read_scalar().unwrap(),
             position: rows(b.dataset("position").unwrap().read_raw::<f64>().unwrap()),
             velocity: rows(b.dataset("velocity").unwrap().read_raw::<f64>().unwrap()),
+            omega: rows(b.dataset("angular_velocity").unwrap().read_raw::<f64>().unwrap()),
             contact_gaps: contact_gaps.unwrap_or_default(),
         });
     }
@@ -222,4 +224,57 @@ fn ordinary_drop_has_no_night_owls() {
         // It did reach the wall (a contact with force was in the list).
         assert!(fr.iter().any(|f| f.position[0][2] - R < 0.005), "the sphere never reached the wall");
     }
+}
+
+#[test]
+fn cube_spinning_onto_a_wall_redoes_the_step_for_its_new_vertex_pair() {
+    // A 0.2 m cube tilted 5° about x, its low bottom edge 8 mm above a
+    // wall (listed: < contact.distance, open: > ḡ_n), spinning at 80 rad/s
+    // so that its high bottom edge swings down 18° per 4 ms step: without a
+    // redo that edge ends the step 4 mm inside the wall. The cube–wall pair
+    // is in the step's list (the low edge), so only the check per
+    // sub-region pair sees the new vertex–wall contacts; half the step
+    // brings them in before they close. No gravity, no damping: the
+    // kinetic energy is conserved through the impact.
+    let (a, theta, omega) = (0.2f64, 5f64.to_radians(), 80.0);
+    let h = 0.5 * a;
+    let centre = 0.008 + h * (theta.cos() + theta.sin());
+    let body = format!(
+        "[[shape]]\nname = \"c\"\nkind = \"box\"\nsize = [{a}, {a}, {a}]\n\n[[body]]\nshape = \"c\"\nposition = [0.0, 0.0, {centre}]\n\
+         orientation = [{}, {}, 0.0, 0.0]\nangular_velocity = [{}, 0.0, 0.0]\n\n\
+         [[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\n",
+        (0.5 * theta).cos(),
+        (0.5 * theta).sin(),
+        -omega
+    );
+    let text = scene(&body, 0.04);
+    let (m, inertia) = (1000.0 * a.powi(3), 1000.0 * a.powi(5) / 6.0);
+    let energy = |f: &Frame| {
+        let (v, w) = (f.velocity[0], f.omega[0]);
+        0.5 * m * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) + 0.5 * inertia * (w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+    };
+    let e0 = 0.5 * inertia * omega * omega;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut last = Vec::new();
+    for np in [1, 2] {
+        let (out, log) = common::run_config(np, tmp.path(), "cube", &text);
+        let s = summary(&out);
+        assert!(s["night_owl_redos"].as_u64().unwrap() >= 1, "cube/{np}: no redo: {s}\n{log}");
+        let gaps = logged_gaps(&log);
+        assert!(gaps.iter().any(|&g| g < 0.0), "cube/{np}: no overlapping night owl in the log:\n{log}");
+        let fr = frames(&out.join("frames.h5"));
+        for f in &fr {
+            assert!(f.contact_gaps.iter().all(|&g| g > 0.0), "cube/{np}: contact gaps {:?} at t = {}", f.contact_gaps, f.time);
+        }
+        let f = fr.last().unwrap();
+        // It hit the wall: the cube now moves up.
+        assert!(f.velocity[0][2] > 0.1, "cube/{np}: no rebound, v = {:?}", f.velocity[0]);
+        let e = energy(f);
+        eprintln!("cube on {np} rank(s): {s}\nkinetic energy {e} vs {e0} before (error {:.2e}), logged gaps {gaps:?}", e / e0 - 1.0);
+        assert!((e - e0).abs() < 0.01 * e0, "cube/{np}: kinetic energy {e} vs {e0}");
+        last.push(fr.into_iter().last().unwrap());
+    }
+    let d = max_difference(&last[0], &last[1]);
+    eprintln!("1 and 2 ranks differ by {d:e}");
+    assert!(d < 1e-9, "1 and 2 ranks differ by {d:e}");
 }

@@ -100,7 +100,7 @@ pub fn gap(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Mat12, Vector3<f64>) {
         }
         Kinematics::Mesh { kind, d0, r_a, r_b, d_a, d_b } => {
             let (g, n) = mesh_gap::<Jet>(kind, &d0, &r_a, &r_b, &d_a, &d_b, x);
-            (g.v, g.g, g.h, n)
+            (g.v, g.grad12(), g.hess12(), n)
         }
     }
 }
@@ -110,7 +110,7 @@ pub fn gap_grad(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Vector3<f64>) {
     match *kin {
         Kinematics::Mesh { kind, d0, r_a, r_b, d_a, d_b } => {
             let (g, n) = mesh_gap::<Dual>(kind, &d0, &r_a, &r_b, &d_a, &d_b, x);
-            (g.v, g.g, n)
+            (g.v, g.grad12(), n)
         }
         _ => {
             let (g, grad, _, n) = gap(kin, x);
@@ -122,12 +122,12 @@ pub fn gap_grad(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Vector3<f64>) {
 /// The exact gap of a mesh contact over the increments, and the current
 /// normal (from a to b).
 fn mesh_gap<T: Num>(kind: MeshKind, d0: &Vector3<f64>, r_a: &Vector3<f64>, r_b: &Vector3<f64>, d_a: &Vector3<f64>, d_b: &Vector3<f64>, x: &Vec12) -> (T, Vector3<f64>) {
-    use super::jet::{add3, constant3, cross, dot, mul3, rotate, rotate_change, sub3, value3, variables};
-    let (aa, ab): ([T; 3], [T; 3]) = (variables(x, 3), variables(x, 9));
-    // d = d0 + u_b + (Q_b − I) r_b − u_a − (Q_a − I) r_a
-    let move_b = add3(&variables(x, 6), &rotate_change(&ab, r_b));
-    let move_a = add3(&variables(x, 0), &rotate_change(&aa, r_a));
-    let d = add3(&constant3(d0), &sub3(&move_b, &move_a));
+    use super::jet::{add3, constant3, cross, dot, mul3, reduce, rotate, rotate_change, sub3, value3, variables};
+    let y = reduce(x);
+    let (aa, ab): ([T; 3], [T; 3]) = (variables(&y, 3), variables(&y, 6));
+    // d = d0 + (u_b − u_a) + (Q_b − I) r_b − (Q_a − I) r_a
+    let turn = sub3(&rotate_change(&ab, r_b), &rotate_change(&aa, r_a));
+    let d = add3(&add3(&constant3(d0), &variables(&y, 0)), &turn);
     let unit = |w: &[T; 3]| -> (T, Vector3<f64>) {
         let l = dot(w, w).sqrt();
         (l, value3(w) / l.value())
@@ -194,12 +194,7 @@ pub fn contact(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec
 /// [`contact`] with `tangent` false: the residual only (`tangent` zero),
 /// without the gap's Hessian.
 pub fn contact_with(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec12, tangent: bool) -> Option<ContactEval> {
-    let (g, grad, hess, n) = if tangent {
-        gap(&el.kin, x)
-    } else {
-        let (g, grad, n) = gap_grad(&el.kin, x);
-        (g, grad, Mat12::zeros(), n)
-    };
+    let (g, grad, n) = gap_grad(&el.kin, x);
     if !(g > 0.0) {
         return None;
     }
@@ -207,6 +202,9 @@ pub fn contact_with(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x:
     let (f, df_dg, df_dgdot) = normal_total(law, zeta, el.m_eff, g, gdot);
     let (f, df_dg, df_dgdot) = (el.scale * f, el.scale * df_dg, el.scale * df_dgdot);
     let dfd = df_dg + df_dgdot / dt;
+    // The gap's Hessian enters only as F ∇²g: not needed for an open contact
+    // (most of the listed ones), and the costliest part of the mesh kinematics.
+    let hess = if tangent && f != 0.0 { gap(&el.kin, x).2 } else { Mat12::zeros() };
     Some(ContactEval {
         force: f,
         gap: g,

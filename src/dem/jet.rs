@@ -1,22 +1,75 @@
-//! Forward-mode differentiation over the 12 increments of one contact
-//! (u_a, α_a, u_b, α_b): [`Dual`] carries a value and its gradient, [`Jet`]
-//! also the Hessian, so the exact mesh-contact gaps of [`super::assemble`]
-//! get their consistent linearisation (eq 48) without hand-derived second
-//! derivatives of the Rodrigues rotation. The residual needs only the
-//! gradient (the cheap [`Dual`]); the Jacobian the Hessian. Pure, no MPI.
+//! Forward-mode differentiation of the exact mesh-contact gaps: [`Dual`]
+//! carries a value and its gradient, [`Jet`] also the Hessian, so the gaps
+//! of [`super::assemble`] get their consistent linearisation (eq 48) without
+//! hand-derived second derivatives of the Rodrigues rotation. A gap depends
+//! on the translations only through w = u_b − u_a (eq 26), so both work on
+//! the 9 reduced variables (w, α_a, α_b) and the Hessian is stored packed
+//! (45 entries, not 144): [`Num::grad12`] and [`Jet::hess12`] expand to the
+//! contact's 12 increments (u_a, α_a, u_b, α_b). Pure, no MPI.
 use super::assemble::{Mat12, Vec12};
-use nalgebra::Vector3;
+use nalgebra::{SVector, Vector3};
 use std::ops::{Add, Mul, Sub};
+
+/// Number of reduced variables (w, α_a, α_b).
+pub const NV: usize = 9;
+/// Packed upper-triangle entries of a 9×9 symmetric Hessian.
+const NH: usize = NV * (NV + 1) / 2;
+type Vec9 = SVector<f64, NV>;
+
+/// (i, j), i ≤ j, of packed Hessian entry k.
+const PACKED: [(usize, usize); NH] = {
+    let mut t = [(0, 0); NH];
+    let (mut i, mut k) = (0, 0);
+    while i < NV {
+        let mut j = i;
+        while j < NV {
+            t[k] = (i, j);
+            j += 1;
+            k += 1;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// Reduced variable of increment `i` (0..12) and its sign: u_a → −w,
+/// α_a → α_a, u_b → +w, α_b → α_b.
+fn reduced(i: usize) -> (usize, f64) {
+    match i {
+        0..=2 => (i, -1.0),
+        3..=5 => (i, 1.0),
+        6..=8 => (i - 6, 1.0),
+        _ => (i - 3, 1.0),
+    }
+}
+
+/// The 9 reduced variables at the increments `x`: w, α_a, α_b.
+pub fn reduce(x: &Vec12) -> Vec9 {
+    Vec9::from_fn(|k, _| match k {
+        0..=2 => x[6 + k] - x[k],
+        3..=5 => x[k],
+        _ => x[k + 3],
+    })
+}
+
+fn expand(g: &Vec9) -> Vec12 {
+    Vec12::from_fn(|i, _| {
+        let (k, s) = reduced(i);
+        s * g[k]
+    })
+}
 
 /// Arithmetic the gap formulas need.
 pub trait Num: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> {
     fn constant(v: f64) -> Self;
-    /// Increment number `i` (0..12) at value `v`.
+    /// Reduced variable number `i` (0..9) at value `v`.
     fn variable(i: usize, v: f64) -> Self;
     fn value(&self) -> f64;
     fn scale(&self, s: f64) -> Self;
     /// f(self) from f, f′, f″ at the value (chain rule).
     fn chain(&self, f: f64, f1: f64, f2: f64) -> Self;
+    /// The gradient over the 12 increments of the contact.
+    fn grad12(&self) -> Vec12;
     fn recip(&self) -> Self {
         let r = 1.0 / self.value();
         self.chain(r, -r * r, 2.0 * r * r * r)
@@ -32,39 +85,48 @@ pub trait Num: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Sel
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Dual {
     pub v: f64,
-    pub g: Vec12,
+    pub g: Vec9,
 }
 
-/// A value with its gradient and Hessian.
+/// A value with its gradient and (packed) Hessian.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Jet {
     pub v: f64,
-    pub g: Vec12,
-    pub h: Mat12,
+    pub g: Vec9,
+    h: [f64; NH],
 }
 
 impl Num for Dual {
+    #[inline]
     fn constant(v: f64) -> Self {
-        Self { v, g: Vec12::zeros() }
+        Self { v, g: Vec9::zeros() }
     }
+    #[inline]
     fn variable(i: usize, v: f64) -> Self {
-        let mut g = Vec12::zeros();
+        let mut g = Vec9::zeros();
         g[i] = 1.0;
         Self { v, g }
     }
+    #[inline]
     fn value(&self) -> f64 {
         self.v
     }
+    #[inline]
     fn scale(&self, s: f64) -> Self {
         Self { v: s * self.v, g: s * self.g }
     }
+    #[inline]
     fn chain(&self, f: f64, f1: f64, _f2: f64) -> Self {
         Self { v: f, g: f1 * self.g }
+    }
+    fn grad12(&self) -> Vec12 {
+        expand(&self.g)
     }
 }
 
 impl Add for Dual {
     type Output = Dual;
+    #[inline]
     fn add(self, o: Dual) -> Dual {
         Dual { v: self.v + o.v, g: self.g + o.g }
     }
@@ -72,6 +134,7 @@ impl Add for Dual {
 
 impl Sub for Dual {
     type Output = Dual;
+    #[inline]
     fn sub(self, o: Dual) -> Dual {
         Dual { v: self.v - o.v, g: self.g - o.g }
     }
@@ -79,56 +142,98 @@ impl Sub for Dual {
 
 impl Mul for Dual {
     type Output = Dual;
+    #[inline]
     fn mul(self, o: Dual) -> Dual {
         Dual { v: self.v * o.v, g: self.v * o.g + o.v * self.g }
     }
 }
 
+/// a·x + b·y + u vᵀ + v uᵀ, packed.
+#[inline]
+fn hess_combine(a: f64, x: &[f64; NH], b: f64, y: &[f64; NH], u: &Vec9, v: &Vec9) -> [f64; NH] {
+    let mut h = [0.0; NH];
+    for (k, &(i, j)) in PACKED.iter().enumerate() {
+        h[k] = a * x[k] + b * y[k] + u[i] * v[j] + v[i] * u[j];
+    }
+    h
+}
+
+impl Jet {
+    /// The Hessian over the 12 increments of the contact.
+    pub fn hess12(&self) -> Mat12 {
+        let mut full = nalgebra::SMatrix::<f64, NV, NV>::zeros();
+        for (k, &(i, j)) in PACKED.iter().enumerate() {
+            full[(i, j)] = self.h[k];
+            full[(j, i)] = self.h[k];
+        }
+        Mat12::from_fn(|i, j| {
+            let ((ki, si), (kj, sj)) = (reduced(i), reduced(j));
+            si * sj * full[(ki, kj)]
+        })
+    }
+}
+
 impl Num for Jet {
+    #[inline]
     fn constant(v: f64) -> Self {
-        Self { v, g: Vec12::zeros(), h: Mat12::zeros() }
+        Self { v, g: Vec9::zeros(), h: [0.0; NH] }
     }
+    #[inline]
     fn variable(i: usize, v: f64) -> Self {
-        let mut g = Vec12::zeros();
+        let mut g = Vec9::zeros();
         g[i] = 1.0;
-        Self { v, g, h: Mat12::zeros() }
+        Self { v, g, h: [0.0; NH] }
     }
+    #[inline]
     fn value(&self) -> f64 {
         self.v
     }
+    #[inline]
     fn scale(&self, s: f64) -> Self {
-        Self { v: s * self.v, g: s * self.g, h: s * self.h }
+        Self { v: s * self.v, g: s * self.g, h: self.h.map(|e| s * e) }
     }
+    #[inline]
     fn chain(&self, f: f64, f1: f64, f2: f64) -> Self {
-        Self { v: f, g: f1 * self.g, h: f1 * self.h + f2 * self.g * self.g.transpose() }
+        let half = 0.5 * f2 * self.g;
+        Self { v: f, g: f1 * self.g, h: hess_combine(f1, &self.h, 0.0, &self.h, &half, &self.g) }
+    }
+    fn grad12(&self) -> Vec12 {
+        expand(&self.g)
     }
 }
 
 impl Add for Jet {
     type Output = Jet;
+    #[inline]
     fn add(self, o: Jet) -> Jet {
-        Jet { v: self.v + o.v, g: self.g + o.g, h: self.h + o.h }
+        let mut h = self.h;
+        h.iter_mut().zip(&o.h).for_each(|(a, b)| *a += b);
+        Jet { v: self.v + o.v, g: self.g + o.g, h }
     }
 }
 
 impl Sub for Jet {
     type Output = Jet;
+    #[inline]
     fn sub(self, o: Jet) -> Jet {
-        Jet { v: self.v - o.v, g: self.g - o.g, h: self.h - o.h }
+        let mut h = self.h;
+        h.iter_mut().zip(&o.h).for_each(|(a, b)| *a -= b);
+        Jet { v: self.v - o.v, g: self.g - o.g, h }
     }
 }
 
 impl Mul for Jet {
     type Output = Jet;
+    #[inline]
     fn mul(self, o: Jet) -> Jet {
-        let cross = self.g * o.g.transpose();
-        Jet { v: self.v * o.v, g: self.v * o.g + o.v * self.g, h: self.v * o.h + o.v * self.h + cross + cross.transpose() }
+        Jet { v: self.v * o.v, g: self.v * o.g + o.v * self.g, h: hess_combine(self.v, &o.h, o.v, &self.h, &self.g, &o.g) }
     }
 }
 
-/// The three increments starting at `first` (u_a: 0, α_a: 3, u_b: 6, α_b: 9).
-pub fn variables<T: Num>(x: &Vec12, first: usize) -> [T; 3] {
-    [0, 1, 2].map(|k| T::variable(first + k, x[first + k]))
+/// The three reduced variables starting at `first` (w: 0, α_a: 3, α_b: 6)
+/// at their values `y` (from [`reduce`]).
+pub fn variables<T: Num>(y: &Vec9, first: usize) -> [T; 3] {
+    [0, 1, 2].map(|k| T::variable(first + k, y[first + k]))
 }
 
 pub fn constant3<T: Num>(v: &Vector3<f64>) -> [T; 3] {
@@ -184,32 +289,41 @@ mod tests {
     use crate::dem::rigid;
 
     /// The jet of Q(α) v against the rotation matrix of rigid.rs (value) and
-    /// central differences (gradient, Hessian); the dual's gradient equals
-    /// the jet's.
+    /// central differences over the 12 increments (gradient, Hessian, both
+    /// expanded from the reduced variables); the dual's gradient equals the
+    /// jet's. A product with the translations checks the u_a / u_b signs.
     #[test]
     fn rotation_jet_matches_rigid_rotation_and_finite_differences() {
         let v = Vector3::new(0.3, -0.7, 0.4);
         let mut x = Vec12::zeros();
+        x[0] = 0.05;
+        x[7] = -0.02;
         x[9] = 0.21;
         x[10] = -0.13;
         x[11] = 0.37;
-        let f = |x: &Vec12| rotate::<Jet>(&variables(x, 9), &v);
-        let y = f(&x);
+        // Q(α_b) v · (v + w)
+        let f = |x: &Vec12| {
+            let y = reduce(x);
+            let q = rotate::<Jet>(&variables(&y, 6), &v);
+            (dot(&q, &add3(&constant3(&v), &variables(&y, 0))), q)
+        };
+        let (s, q) = f(&x);
         let al = Vector3::new(x[9], x[10], x[11]);
-        assert!((value3(&y) - rigid::rotation(&al) * v).norm() < 1e-15);
-        let yd = rotate::<Dual>(&variables(&x, 9), &v);
-        let h = 1e-5;
+        assert!((value3(&q) - rigid::rotation(&al) * v).norm() < 1e-15);
+        let qd = rotate::<Dual>(&variables(&reduce(&x), 6), &v);
         for i in 0..3 {
-            assert!((yd[i].g - y[i].g).norm() < 1e-15);
-            for j in 9..12 {
-                let mut d = Vec12::zeros();
-                d[j] = h;
-                let (p, m) = (f(&(x + d)), f(&(x - d)));
-                let fd = (p[i].v - m[i].v) / (2.0 * h);
-                assert!((fd - y[i].g[j]).abs() < 1e-9, "grad {i} {j}: {fd} vs {}", y[i].g[j]);
-                let fdh = (p[i].g - m[i].g) / (2.0 * h);
-                assert!((fdh - y[i].h.column(j)).norm() < 1e-9, "hess {i} {j}");
-            }
+            assert!((qd[i].grad12() - q[i].grad12()).norm() < 1e-15);
+        }
+        let (g, hs) = (s.grad12(), s.hess12());
+        let h = 1e-5;
+        for j in 0..12 {
+            let mut d = Vec12::zeros();
+            d[j] = h;
+            let (p, m) = (f(&(x + d)).0, f(&(x - d)).0);
+            let fd = (p.v - m.v) / (2.0 * h);
+            assert!((fd - g[j]).abs() < 1e-9, "grad {j}: {fd} vs {}", g[j]);
+            let fdh = (p.grad12() - m.grad12()) / (2.0 * h);
+            assert!((fdh - hs.column(j)).norm() < 1e-9, "hess {j}: {fdh} vs {}", hs.column(j));
         }
     }
 }

@@ -333,7 +333,20 @@ impl Problem<'_> {
         }
         for k in 0..self.ctx.contacts.len() {
             let x12 = self.x12(&all, k);
-            let (mut e, t) = self.eval(k, &x12, false)?;
+            // A closed gap here must not end this rank's residual alone (the
+            // others would wait in its collectives): NaN in the residual makes
+            // the global norm NaN, so every rank's SNES stops alike and the
+            // step is redone shorter.
+            let (mut e, t) = match self.eval(k, &x12, false) {
+                Ok(et) => et,
+                Err(msg) => {
+                    log::debug!("dem: {msg}");
+                    let i = self.ctx.contacts.ia[k];
+                    idx.push(6 * self.dof(i));
+                    val.push(f64::NAN);
+                    continue;
+                }
+            };
             if e.force == 0.0 {
                 continue;
             }
@@ -390,7 +403,24 @@ impl Problem<'_> {
         }
         for k in 0..self.ctx.contacts.len() {
             let x12 = self.x12(&all, k);
-            let (mut e, t) = self.eval(k, &x12, true)?;
+            // A closed gap: its zero blocks keep the pattern (the residual
+            // at this x is NaN already, see `residual`).
+            let (mut e, t) = match self.eval(k, &x12, true) {
+                Ok(et) => et,
+                Err(msg) => {
+                    log::debug!("dem: Jacobian: {msg}");
+                    let zero = super::assemble::ContactEval {
+                        force: 0.0,
+                        gap: 0.0,
+                        normal: Vector3::zeros(),
+                        residual: super::assemble::Vec12::zeros(),
+                        tangent: super::assemble::Mat12::zeros(),
+                        stiffness: 0.0,
+                        grad: super::assemble::Vec12::zeros(),
+                    };
+                    (zero, None)
+                }
+            };
             if let Some((_, kt, _)) = &t {
                 e.tangent += kt;
             }
