@@ -68,6 +68,9 @@ pub struct Summary {
     /// (§2.6.3), and the steps redone for them.
     pub night_owls: u64,
     pub night_owl_redos: u64,
+    /// DEM: mesh pairs detected with a closed gap and dropped (projections
+    /// through thin tips or across concave regions), summed over ranks.
+    pub closed_pairs_dropped: u64,
     /// Candidate pairs in the Verlet lists at the end (all ranks).
     pub candidate_pairs: u64,
     /// Neighbour-list rebuilds (migrate + ghosts + Verlet) and RCB rebalances.
@@ -182,6 +185,9 @@ pub struct Sim<'a> {
     /// DEM: night-owl contacts found and steps redone for them so far.
     pub night_owls: u64,
     pub night_owl_redos: u64,
+    /// DEM: mesh pairs detected with a closed gap and dropped (projections
+    /// through thin tips or across concave regions), summed over ranks.
+    pub closed_pairs_dropped: u64,
     /// The scene's walls, those removed by now (`until`) marked: indices
     /// stay stable, so wall ids are 2^63 + index throughout.
     walls: Vec<Wall>,
@@ -244,6 +250,7 @@ impl<'a> Sim<'a> {
             next: None,
             night_owls: 0,
             night_owl_redos: 0,
+            closed_pairs_dropped: 0,
             walls: scene.walls.clone(),
         };
         sim.layout.n_owned = n;
@@ -340,6 +347,38 @@ impl<'a> Sim<'a> {
             .extend(c.ia.iter().zip(&c.ib).map(|(&ia, &ib)| (b.fixed[ia], ib == WALL_INDEX || b.fixed[ib])));
     }
 
+    /// True for a contact between two bodies at least one of which is a
+    /// mesh (no wall): its closest-point projection can land on the far
+    /// side of a thin tip or in a concave region.
+    fn mesh_pair(&self, list: &Contacts, k: usize) -> bool {
+        let (ia, ib) = (list.ia[k], list.ib[k]);
+        ib != WALL_INDEX
+            && [ia, ib].iter().any(|&i| matches!(self.shapes.shape(self.bodies.shape[i]), Shape::Mesh(_)))
+    }
+
+    /// DEM: drops the mesh pairs detected with a closed gap. The barrier law
+    /// keeps every tracked gap open and the night-owl checks track every
+    /// pair that closes within a step, so a closed one is a projection
+    /// through a thin tip or across a concave region (§3.6), not a contact
+    /// (it would end every step at once: "gap closed"). Returns how many.
+    fn drop_closed_mesh_pairs(&mut self) -> usize {
+        let closed: Vec<bool> = (0..self.contacts.len()).map(|k| self.contacts.gap[k] <= 0.0 && self.mesh_pair(&self.contacts, k)).collect();
+        let n = closed.iter().filter(|&&c| c).count();
+        if n > 0 {
+            for k in (0..closed.len()).filter(|&k| closed[k]) {
+                let c = &self.contacts;
+                log::debug!("dropped mesh pair {}-{} (sub {} {}) with closed gap {:e}", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k]);
+            }
+            self.contacts.retain(|k| !closed[k]);
+            let mut k = 0;
+            self.contact_fixed.retain(|_| {
+                k += 1;
+                !closed[k - 1]
+            });
+        }
+        n
+    }
+
     /// Takes the contacts found by the search at the end of the last step
     /// (DEM); false when there is none (then detect).
     fn take_next(&mut self) -> bool {
@@ -382,7 +421,10 @@ impl<'a> Sim<'a> {
     /// in it (`penetrating`: the step crossed into a degeneration it did not
     /// model, e.g. an edge–edge pair beside a listed vertex–face one).
     /// Collective. `start`: the owned bodies at the step's start.
-    fn search_after_step(&mut self, start: &Bodies, gbar: f64, floor: f64) -> Vec<NightOwl> {
+    /// `reach`: twice the largest displacement in the step (global): a mesh
+    /// pair closed deeper than that was closed at the start already, a
+    /// projection through a thin tip (see `drop_closed_mesh_pairs`), no owl.
+    fn search_after_step(&mut self, start: &Bodies, gbar: f64, floor: f64, reach: f64) -> Vec<NightOwl> {
         let rebuilds = self.rebuilds;
         let step_list = std::mem::take(&mut self.contacts);
         let step_fixed = std::mem::take(&mut self.contact_fixed);
@@ -395,7 +437,9 @@ impl<'a> Sim<'a> {
         // that arrived by migration had its step contacts on its old rank:
         // those pairs are asked of every rank (agreed: rebuilds is global).
         let migrated = self.rebuilds != rebuilds;
-        let active: Vec<usize> = (0..new_list.len()).filter(|&k| new_list.gap[k] < gbar).collect();
+        let active: Vec<usize> = (0..new_list.len())
+            .filter(|&k| new_list.gap[k] < gbar && !(new_list.gap[k] < -reach && self.mesh_pair(&new_list, k)))
+            .collect();
         let mut owls = Vec::new();
         if !active.is_empty() || migrated {
             let c = &self.contacts;
@@ -639,6 +683,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         // Iterations and rejections of the attempts redone, counted with the step's.
         let mut earlier = StepReport::default();
         let report = loop {
+            if night_owls {
+                sim.closed_pairs_dropped += sim.drop_closed_mesh_pairs() as u64;
+            }
             let report = {
                 let ctx = StepContext {
                     comm,
@@ -685,11 +732,12 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             report.linear_iterations += earlier.linear_iterations;
             report.rejected += earlier.rejected;
             let Some((start_bodies, start_state)) = start.as_mut() else { break report };
-            let moved = sim.largest_displacement(start_bodies);
+            // A gap changes by at most the two bodies' displacements.
+            let reach = 2.0 * parallel::max_f64(comm, sim.largest_displacement(start_bodies));
             // The search finds the next step's contacts: walls as at its start.
             sim.set_time(time + report.dt);
             let floor = PENETRATION_FLOOR * scene.dem.f * scene.dem.gbar;
-            let owls = sim.search_after_step(start_bodies, scene.dem.gbar, floor);
+            let owls = sim.search_after_step(start_bodies, scene.dem.gbar, floor, reach);
             let count = |f: fn(&NightOwl) -> bool| parallel::sum_u64(comm, owls.iter().filter(|o| f(o)).count() as u64);
             let (n_owls, n_new, n_deep) = (count(|_| true), count(|o| o.new_pair), count(|o| o.penetrating));
             if n_owls == 0 {
@@ -706,9 +754,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
                 break report;
             }
             if widen {
-                // A gap changes by at most the two bodies' displacements: the
-                // new pairs were within this distance at the step's start.
-                let reach = 2.0 * parallel::max_f64(comm, moved);
+                // The new pairs were within `reach` at the step's start.
                 distance = distance.max(scene.contact.distance + 1.01 * reach);
                 widened += 1;
             }
@@ -803,6 +849,7 @@ fn finish(
         contacts: parallel::sum_u64(comm, sim.contacts.len() as u64),
         night_owls: sim.night_owls,
         night_owl_redos: sim.night_owl_redos,
+        closed_pairs_dropped: parallel::sum_u64(comm, sim.closed_pairs_dropped),
         candidate_pairs: parallel::sum_u64(comm, sim.candidate_pairs() as u64),
         rebuilds: sim.rebuilds,
         rebalances: sim.rebalances,

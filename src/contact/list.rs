@@ -171,6 +171,16 @@ impl Contacts {
         (0..self.len()).map(|i| self.get(i))
     }
 
+    /// Keeps the contacts `keep(i)` says yes to, in order.
+    pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) {
+        let old = std::mem::take(self);
+        for i in 0..old.len() {
+            if keep(i) {
+                self.push(old.get(i));
+            }
+        }
+    }
+
     /// Reorders by `(a, b, sub_a, sub_b)`: a canonical order independent of
     /// local numbering (useful to compare runs on different rank counts).
     pub fn sort_canonical(&mut self) {
