@@ -188,6 +188,9 @@ pub struct Sim<'a> {
     /// DEM: mesh pairs detected with a closed gap and dropped (projections
     /// through thin tips or across concave regions), summed over ranks.
     pub closed_pairs_dropped: u64,
+    /// DEM: keys (a, b, sub_a, sub_b) of the mesh pairs dropped closed at
+    /// the start of the current step attempt.
+    closed_keys: HashSet<[u64; 4]>,
     /// The scene's walls, those removed by now (`until`) marked: indices
     /// stay stable, so wall ids are 2^63 + index throughout.
     walls: Vec<Wall>,
@@ -251,6 +254,7 @@ impl<'a> Sim<'a> {
             night_owls: 0,
             night_owl_redos: 0,
             closed_pairs_dropped: 0,
+            closed_keys: HashSet::new(),
             walls: scene.walls.clone(),
         };
         sim.layout.n_owned = n;
@@ -364,10 +368,12 @@ impl<'a> Sim<'a> {
     fn drop_closed_mesh_pairs(&mut self) -> usize {
         let closed: Vec<bool> = (0..self.contacts.len()).map(|k| self.contacts.gap[k] <= 0.0 && self.mesh_pair(&self.contacts, k)).collect();
         let n = closed.iter().filter(|&&c| c).count();
+        self.closed_keys.clear();
         if n > 0 {
             for k in (0..closed.len()).filter(|&k| closed[k]) {
                 let c = &self.contacts;
                 log::debug!("dropped mesh pair {}-{} (sub {} {}) with closed gap {:e}", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k]);
+                self.closed_keys.insert([c.a[k], c.b[k], c.sub_a[k] as u64, c.sub_b[k] as u64]);
             }
             self.contacts.retain(|k| !closed[k]);
             let mut k = 0;
@@ -437,9 +443,13 @@ impl<'a> Sim<'a> {
         // that arrived by migration had its step contacts on its old rank:
         // those pairs are asked of every rank (agreed: rebuilds is global).
         let migrated = self.rebuilds != rebuilds;
-        let active: Vec<usize> = (0..new_list.len())
-            .filter(|&k| new_list.gap[k] < gbar && !(new_list.gap[k] < -reach && self.mesh_pair(&new_list, k)))
-            .collect();
+        // A closed mesh pair that was closed at the step's start already, or
+        // deeper than the step's displacements, is a projection, no owl.
+        let projection = |k: usize| {
+            let key = [new_list.a[k], new_list.b[k], new_list.sub_a[k] as u64, new_list.sub_b[k] as u64];
+            new_list.gap[k] <= 0.0 && self.mesh_pair(&new_list, k) && (new_list.gap[k] < -reach || self.closed_keys.contains(&key))
+        };
+        let active: Vec<usize> = (0..new_list.len()).filter(|&k| new_list.gap[k] < gbar && !projection(k)).collect();
         let mut owls = Vec::new();
         if !active.is_empty() || migrated {
             let c = &self.contacts;

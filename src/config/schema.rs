@@ -159,6 +159,9 @@ pub struct DemCfg {
     /// Time-step control: an active contact's gap may change by at most
     /// this fraction of its (smaller) value in one step (default 0.2).
     pub gap_change: Option<f64>,
+    /// Time-step control: Δt grows (×1.5) after a step that took at most
+    /// this many Newton iterations (default 4).
+    pub easy_iterations: Option<u32>,
     /// Scale ε₁ (and the barrier) of each contact by the relative stiffness
     /// k̃ of its two materials, as compatible-cd does (`[[compatibility.stiffness]]`,
     /// else the series Young's moduli normalised by E_max/2, else 1). Default false.

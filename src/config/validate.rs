@@ -424,6 +424,10 @@ fn dem_settings(
         return Err(c.err("dem.gap_fraction", format!("must lie in (0, 1), got {gap_fraction}")));
     }
     let gap_change = opt("dem.gap_change", d.gap_change, 0.2)?;
+    let easy_iterations = d.easy_iterations.unwrap_or(4);
+    if easy_iterations >= newton_max_iterations {
+        return Err(c.err("dem.easy_iterations", format!("must be below dem.newton_max_iterations = {newton_max_iterations}, got {easy_iterations}")));
+    }
     Ok(DemSettings {
         gbar,
         f,
@@ -441,6 +445,7 @@ fn dem_settings(
         newton_max_iterations,
         gap_fraction,
         gap_change,
+        easy_iterations,
         pair_stiffness: d.pair_stiffness.unwrap_or(false),
     })
 }

@@ -20,8 +20,6 @@ use mpi::traits::*;
 use nalgebra::Vector3;
 use std::collections::HashMap;
 
-/// Newton iterations at or below which the next Δt grows.
-const EASY_ITERATIONS: i64 = 4;
 /// Growth factor of Δt after an easy step.
 const GROWTH: f64 = 1.5;
 /// Newton also stops when ‖F‖ is within this factor of the round-off floor
@@ -673,7 +671,7 @@ impl Solver for DemSolver {
                     forces.f_t = f_t;
                     forces.f_n = f_n;
                     forces.f_compatible.clear();
-                    let next = if its <= EASY_ITERATIONS { dt * GROWTH } else { dt };
+                    let next = if its <= d.easy_iterations as i64 { dt * GROWTH } else { dt };
                     let next = if ratio > 0.0 { next.min(dt * 0.9 / ratio) } else { next };
                     self.dt = next.clamp(d.dt_min, d.dt_max);
                     return Ok(StepReport {

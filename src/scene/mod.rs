@@ -186,6 +186,8 @@ pub struct DemSettings {
     /// Largest relative change |Δg| / min(g^i, g^{i+1}) of an active gap in
     /// one step (Δt control resolving impacts).
     pub gap_change: f64,
+    /// Newton iterations at or below which the next Δt grows.
+    pub easy_iterations: u32,
     /// Per-contact ε₁ scaled by compatible-cd's relative stiffness k̃.
     pub pair_stiffness: bool,
 }

@@ -1,0 +1,96 @@
+"""Time histories of a box benchmark (configs/box-*.toml, gay-neto-wriggers
+§3.5-3.6): active contacts (body-body, body-wall; the paper's Figs. 26 and
+29), Δt (Fig. 31), kinetic energy (Fig. 30) and wall time against simulated
+time, from a run's log.txt (thermo lines) and frames.h5.
+
+    .venv/bin/python scripts/py/box_report.py OUT_DIR[,OUT_DIR...] GBAR NAME [UNTIL]
+
+(several output directories: the segments of a run restarted from its
+checkpoints, in order; wall time is summed over them) writes benchmarks/boxes/NAME.csv (one row per frame) and NAME.png; UNTIL
+(the wall removal time) is marked on the plots.
+"""
+import sys
+from pathlib import Path
+
+import h5py
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+WALL = 1 << 63
+
+
+def thermo(log):
+    """(step, time, dt, contacts, kinetic energy, wall) of every thermo line."""
+    rows = []
+    for line in Path(log).read_text().splitlines():
+        f = line.split()
+        if len(f) == 9 and f[0].isdigit():
+            try:
+                rows.append((int(f[0]), float(f[1]), float(f[2]), int(f[4]), float(f[5]), float(f[7])))
+            except ValueError:
+                pass
+    return rows
+
+
+def frames(path, gbar):
+    """(step, time, listed, active body-body, active body-wall) per frame."""
+    out = []
+    with h5py.File(path, "r") as f:
+        for name, g in f["frames"].items():
+            c = g["contacts"]
+            gap, b = c["gap"][()], c["body_b"][()]
+            act = gap < gbar
+            out.append((int(g.attrs["step"]), float(g.attrs["time"]), len(gap),
+                        int((act & (b < WALL)).sum()), int((act & (b >= WALL)).sum())))
+    return sorted(out, key=lambda r: r[1])
+
+
+def main():
+    if len(sys.argv) not in (4, 5):
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    outs, gbar, name = [Path(p) for p in sys.argv[1].split(",")], float(sys.argv[2]), sys.argv[3]
+    until = float(sys.argv[4]) if len(sys.argv) == 5 else None
+    th, fr, wall0 = [], [], 0.0
+    for out in outs:
+        seg = thermo(out / "log.txt")
+        th += [r[:5] + (r[5] + wall0,) for r in seg]
+        wall0 = th[-1][5] if th else 0.0
+        fr += frames(out / "frames.h5", gbar)
+    fr.sort(key=lambda r: r[1])
+    dest = Path("benchmarks/boxes")
+    dest.mkdir(parents=True, exist_ok=True)
+    with open(dest / f"{name}.csv", "w") as f:
+        f.write("step,time,listed,active_body_body,active_body_wall\n")
+        for r in fr:
+            f.write(",".join(str(v) for v in r) + "\n")
+    fig, ax = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+    t = [r[1] for r in fr]
+    ax[0, 0].plot(t, [r[3] for r in fr], label="body-body")
+    ax[0, 0].plot(t, [r[4] for r in fr], label="body-wall")
+    ax[0, 0].set_ylabel(f"active contacts (gap < {gbar:g} m)")
+    ax[0, 0].legend()
+    tt = [r[1] for r in th]
+    ax[0, 1].semilogy(tt, [r[2] for r in th], ".", ms=2)
+    ax[0, 1].set_ylabel("Δt [s] (thermo lines)")
+    ax[1, 0].semilogy(tt, [max(r[4], 1e-12) for r in th])
+    ax[1, 0].set_ylabel("kinetic energy [J]")
+    ax[1, 1].plot(tt, [r[5] / 60 for r in th])
+    ax[1, 1].set_ylabel("wall time [min]")
+    for a in ax.flat:
+        if until is not None:
+            a.axvline(until, color="k", lw=0.8, ls="--")
+        a.grid(alpha=0.3)
+    for a in ax[1]:
+        a.set_xlabel("simulated time [s]")
+    fig.suptitle(f"{name}" + (f" (side walls removed at {until:g} s)" if until is not None else ""))
+    fig.tight_layout()
+    fig.savefig(dest / f"{name}.png", dpi=110)
+    last = th[-1] if th else None
+    print(f"{name}: {len(fr)} frames, {len(th)} thermo lines; last: step {last[0]}, t = {last[1]}, wall {last[5]:.0f} s" if last else name)
+
+
+if __name__ == "__main__":
+    main()
