@@ -635,15 +635,20 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         Some((step, _)) => FrameWriter::append(comm, &out_dir, scene, step)?,
     };
     let wall0 = Instant::now();
+    // DEM steps adapt Δt: say where the run ends, not a step count.
+    let span = if scene.simulation.solver == SolverKind::Dem {
+        format!("from step {} (t = {t0_sim:e}) to t = {:e}, dt ≤ {dt:e}", first_step + 1, scene.simulation.t_end)
+    } else {
+        format!("steps {}..{steps} of dt = {dt:e}", first_step + 1)
+    };
     log::info!(
-        "stiffgrain {}: {} bodies on {ranks} rank(s) ({}x{}x{} grid), solver {}, steps {}..{steps} of dt = {dt:e}",
+        "stiffgrain {}: {} bodies on {ranks} rank(s) ({}x{}x{} grid), solver {}, {span}",
         env!("CARGO_PKG_VERSION"),
         n_global,
         sim.domain.dims[0],
         sim.domain.dims[1],
         sim.domain.dims[2],
         scene.simulation.solver.name(),
-        first_step + 1,
     );
     sim.set_time(t0_sim);
     sim.detect();
