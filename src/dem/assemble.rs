@@ -195,7 +195,7 @@ pub fn contact(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec
 /// without the gap's Hessian.
 pub fn contact_with(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec12, tangent: bool) -> Option<ContactEval> {
     let (g, grad, n) = gap_grad(&el.kin, x);
-    if !(g > 0.0) {
+    if g.is_nan() || g <= 0.0 {
         return None;
     }
     let gdot = (g - el.g_start) / dt;
