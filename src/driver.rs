@@ -345,7 +345,12 @@ impl<'a> Sim<'a> {
             self.timers.time("broad_phase", || verlet.build(b, s, w, p));
         }
         self.timers.time("narrow_phase", || contact::detect(b, n, s, w, p, verlet, out));
-        let c = &self.contacts;
+        self.refresh_fixed();
+    }
+
+    /// `contact_fixed` of the current contacts: whether each side is fixed.
+    fn refresh_fixed(&mut self) {
+        let (b, c) = (&self.bodies, &self.contacts);
         self.contact_fixed.clear();
         self.contact_fixed
             .extend(c.ia.iter().zip(&c.ib).map(|(&ia, &ib)| (b.fixed[ia], ib == WALL_INDEX || b.fixed[ib])));
@@ -373,14 +378,10 @@ impl<'a> Sim<'a> {
             for k in (0..closed.len()).filter(|&k| closed[k]) {
                 let c = &self.contacts;
                 log::debug!("dropped mesh pair {}-{} (sub {} {}) with closed gap {:e}", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k]);
-                self.closed_keys.insert([c.a[k], c.b[k], c.sub_a[k] as u64, c.sub_b[k] as u64]);
+                self.closed_keys.insert(c.key(k));
             }
             self.contacts.retain(|k| !closed[k]);
-            let mut k = 0;
-            self.contact_fixed.retain(|_| {
-                k += 1;
-                !closed[k - 1]
-            });
+            self.refresh_fixed();
         }
         n
     }
@@ -446,26 +447,26 @@ impl<'a> Sim<'a> {
         // A closed mesh pair that was closed at the step's start already, or
         // deeper than the step's displacements, is a projection, no owl.
         let projection = |k: usize| {
-            let key = [new_list.a[k], new_list.b[k], new_list.sub_a[k] as u64, new_list.sub_b[k] as u64];
-            new_list.gap[k] <= 0.0 && self.mesh_pair(&new_list, k) && (new_list.gap[k] < -reach || self.closed_keys.contains(&key))
+            new_list.gap[k] <= 0.0
+                && self.mesh_pair(&new_list, k)
+                && (new_list.gap[k] < -reach || self.closed_keys.contains(&new_list.key(k)))
         };
         let active: Vec<usize> = (0..new_list.len()).filter(|&k| new_list.gap[k] < gbar && !projection(k)).collect();
         let mut owls = Vec::new();
         if !active.is_empty() || migrated {
             let c = &self.contacts;
             let pairs: HashSet<(u64, u64)> = c.a.iter().copied().zip(c.b.iter().copied()).collect();
-            let keys: HashSet<[u64; 4]> = (0..c.len()).map(|k| [c.a[k], c.b[k], c.sub_a[k] as u64, c.sub_b[k] as u64]).collect();
+            let keys: HashSet<[u64; 4]> = (0..c.len()).map(|k| c.key(k)).collect();
             // The owl a contact is, given whether its pair / its key was listed.
             let classify = |k: usize, pair: bool, key: bool| {
                 let (a, b, gap) = (new_list.a[k], new_list.b[k], new_list.gap[k]);
                 let penetrating = !key && gap < floor;
                 (!pair || penetrating).then_some(NightOwl { a, b, gap, new_pair: !pair, penetrating })
             };
-            let key_of = |k: usize| [new_list.a[k], new_list.b[k], new_list.sub_a[k] as u64, new_list.sub_b[k] as u64];
             let mut ask = Vec::new();
             let mut arrived: Option<HashSet<u64>> = None;
             for k in active {
-                let key = key_of(k);
+                let key = new_list.key(k);
                 let (pair_listed, key_listed) = (pairs.contains(&(key[0], key[1])), keys.contains(&key));
                 if key_listed || (pair_listed && new_list.gap[k] >= floor) {
                     continue;
@@ -492,7 +493,7 @@ impl<'a> Sim<'a> {
                 let mut q = FlatRecords::new(5, 0);
                 let mut dest = Vec::new();
                 for (i, &(k, _)) in ask.iter().enumerate() {
-                    let key = key_of(k);
+                    let key = new_list.key(k);
                     for r in (0..size).filter(|&r| r as u64 != me) {
                         q.push(key[0], &[key[1], key[2], key[3], me, i as u64], &[]);
                         dest.push(r);

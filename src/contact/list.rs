@@ -171,6 +171,11 @@ impl Contacts {
         (0..self.len()).map(|i| self.get(i))
     }
 
+    /// The identity of contact `i` across steps and ranks: (a, b, sub_a, sub_b).
+    pub fn key(&self, i: usize) -> [u64; 4] {
+        [self.a[i], self.b[i], self.sub_a[i] as u64, self.sub_b[i] as u64]
+    }
+
     /// Keeps the contacts `keep(i)` says yes to, in order.
     pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) {
         let old = std::mem::take(self);
