@@ -107,6 +107,12 @@ fn unknown_solver() {
 }
 
 #[test]
+fn unknown_dem_tangent() {
+    let text = GOOD.replace("solver = \"cd\"", "solver = \"dem\"") + "\n[dem]\ntangent = \"newton\"\n";
+    expect_error(&text, &[], "dem.tangent");
+}
+
+#[test]
 fn overlapping_explicit_bodies() {
     expect_error(&GOOD.replace("[2.0, 0.0, 1.0]", "[0.6, 0.0, 1.0]"), &[], "body[1]");
 }

@@ -162,6 +162,9 @@ pub struct DemCfg {
     /// Time-step control: Δt grows (×1.5) after a step that took at most
     /// this many Newton iterations (default 4).
     pub easy_iterations: Option<u32>,
+    /// Contact tangent in the Newton Jacobian: "consistent" (default, eq 48)
+    /// or "gauss-newton" (without the gap-curvature term F ∇²g).
+    pub tangent: Option<crate::scene::DemTangent>,
     /// Scale ε₁ (and the barrier) of each contact by the relative stiffness
     /// k̃ of its two materials, as compatible-cd does (`[[compatibility.stiffness]]`,
     /// else the series Young's moduli normalised by E_max/2, else 1). Default false.

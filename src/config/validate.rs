@@ -446,6 +446,7 @@ fn dem_settings(
         gap_fraction,
         gap_change,
         easy_iterations,
+        tangent: d.tangent.unwrap_or_default(),
         pair_stiffness: d.pair_stiffness.unwrap_or(false),
     })
 }

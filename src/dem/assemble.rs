@@ -5,6 +5,7 @@
 use super::law::{friction, friction_tangent, normal_total, Friction, NormalLaw, TangentialLaw};
 use super::jet::{Dual, Jet, Num};
 use super::rigid::skew;
+use crate::scene::DemTangent;
 use nalgebra::{Matrix3, SMatrix, SVector, Vector3};
 
 /// 3×12 maps from the increments to a vector at the contact.
@@ -188,12 +189,12 @@ pub struct ContactEval {
 /// Newmark rate of eq 41), r = −F ∇g, K = −(∂F/∂g + ∂F/∂ġ/Δt) ∇g ∇gᵀ − F ∇²g.
 /// Returns `None` when the gap is not positive (outside the barrier's domain).
 pub fn contact(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec12) -> Option<ContactEval> {
-    contact_with(el, law, zeta, dt, x, true)
+    contact_with(el, law, zeta, dt, x, Some(DemTangent::Consistent))
 }
 
-/// [`contact`] with `tangent` false: the residual only (`tangent` zero),
-/// without the gap's Hessian.
-pub fn contact_with(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec12, tangent: bool) -> Option<ContactEval> {
+/// [`contact`] with the tangent of kind `tangent`; `None`: the residual
+/// only (`tangent` zero), without the gap's Hessian.
+pub fn contact_with(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec12, tangent: Option<DemTangent>) -> Option<ContactEval> {
     let (g, grad, n) = gap_grad(&el.kin, x);
     if g.is_nan() || g <= 0.0 {
         return None;
@@ -204,13 +205,13 @@ pub fn contact_with(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x:
     let dfd = df_dg + df_dgdot / dt;
     // The gap's Hessian enters only as F ∇²g: not needed for an open contact
     // (most of the listed ones), and the costliest part of the mesh kinematics.
-    let hess = if tangent && f != 0.0 { gap(&el.kin, x).2 } else { Mat12::zeros() };
+    let hess = if tangent == Some(DemTangent::Consistent) && f != 0.0 { gap(&el.kin, x).2 } else { Mat12::zeros() };
     Some(ContactEval {
         force: f,
         gap: g,
         normal: n,
         residual: -f * grad,
-        tangent: if tangent { -dfd * grad * grad.transpose() - f * hess } else { Mat12::zeros() },
+        tangent: if tangent.is_some() { -dfd * grad * grad.transpose() - f * hess } else { Mat12::zeros() },
         stiffness: dfd,
         grad,
     })
@@ -448,6 +449,29 @@ mod tests {
                 assert!((fdh - hess.column(j)).norm() < 1e-6 * (1.0 + hess.norm()), "case {case} {kind:?}: Hessian column {j}");
             }
         }
+    }
+
+    /// `[dem] tangent = "gauss-newton"` leaves the residual alone and drops
+    /// exactly F ∇²g from the consistent tangent (eq 48), here for a loaded
+    /// edge–edge mesh contact (where ∇²g is largest: both rotations).
+    #[test]
+    fn gauss_newton_tangent_drops_only_the_gap_curvature() {
+        let law = NormalLaw::new(2.0e5, 1.5, -2.0, 1e-2, 0.5);
+        let n: Vector3<f64> = Vector3::new(0.2, -0.3, 1.0).normalize();
+        let (e_a, e_b): (Vector3<f64>, Vector3<f64>) = (n.cross(&Vector3::x()).normalize(), n.cross(&Vector3::y()).normalize());
+        let g0 = 0.3 * law.gbar;
+        let (r_a, c_b) = (Vector3::new(0.3, -0.1, 0.2), Vector3::new(0.1, 0.4, 0.9));
+        let kin = Kinematics::Mesh { kind: MeshKind::Lines { sign: e_a.cross(&e_b).dot(&n).signum() }, d0: g0 * n, r_a, r_b: r_a + g0 * n - c_b, d_a: e_a, d_b: e_b };
+        let el = ContactElement { kin, g_start: 1.1 * g0, n_start: n, m_eff: 0.7, scale: 1.0 };
+        let x = Vec12::from_fn(|k, _| 1e-4 * (k as f64 - 5.5) / 6.0);
+        let full = contact(&el, &law, 0.4, 1e-3, &x).unwrap();
+        let gn = contact_with(&el, &law, 0.4, 1e-3, &x, Some(DemTangent::GaussNewton)).unwrap();
+        let hess = gap(&el.kin, &x).2;
+        assert!(full.force > 0.0 && hess.norm() > 0.1, "not a loaded, curved contact: f {} |∇²g| {}", full.force, hess.norm());
+        assert_eq!(gn.residual, full.residual);
+        let err = (gn.tangent - full.force * hess - full.tangent).norm() / full.tangent.norm();
+        assert!(err < 1e-14, "GN tangent − F ∇²g differs from the consistent one by {err:e}");
+        assert!((gn.tangent - full.tangent).norm() > 1e-3 * full.force, "the curvature term was not dropped");
     }
 
     #[test]

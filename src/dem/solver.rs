@@ -250,6 +250,8 @@ struct Problem<'a> {
     nm: Newmark,
     /// Friction part of each contact (`None`: frictionless).
     tangential: Vec<Option<TangentialElement>>,
+    /// `[dem] tangent`.
+    tangent_kind: crate::scene::DemTangent,
     /// Round-off floor of ‖F‖₂ at the last residual evaluation (global).
     floor: std::cell::Cell<f64>,
 }
@@ -284,7 +286,7 @@ impl Problem<'_> {
     /// tangential residual, tangent and law result.
     /// `tangent` false: residuals only (the tangents are zero).
     fn eval(&self, k: usize, x12: &Vec12, tangent: bool) -> Result<(super::assemble::ContactEval, Option<FrictionEval>), String> {
-        let e = contact_with(&self.elements[k], &self.law, self.zeta, self.dt, x12, tangent).ok_or_else(|| {
+        let e = contact_with(&self.elements[k], &self.law, self.zeta, self.dt, x12, tangent.then_some(self.tangent_kind)).ok_or_else(|| {
             let c = &self.ctx.contacts;
             format!("contact {}-{} (sub {} {}): gap closed (gap at detection {:e})", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k])
         })?;
@@ -587,6 +589,7 @@ impl Solver for DemSolver {
                 nm,
                 floor: std::cell::Cell::new(0.0),
                 tangential: tangentials.clone(),
+                tangent_kind: d.tangent,
             };
             let (ok, its, lits, x) = solve(&prob, d, false)?;
             iterations += its as u64;
