@@ -169,7 +169,7 @@ pub fn gap_noise(kin: &Kinematics, x: &Vec12) -> f64 {
 
 /// Normal contact force on b (positive: repulsive), gap, residual and
 /// tangent of one contact at the increments `x`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ContactEval {
     pub force: f64,
     pub gap: f64,

@@ -409,16 +409,7 @@ impl Problem<'_> {
                 Ok(et) => et,
                 Err(msg) => {
                     log::debug!("dem: Jacobian: {msg}");
-                    let zero = super::assemble::ContactEval {
-                        force: 0.0,
-                        gap: 0.0,
-                        normal: Vector3::zeros(),
-                        residual: super::assemble::Vec12::zeros(),
-                        tangent: super::assemble::Mat12::zeros(),
-                        stiffness: 0.0,
-                        grad: super::assemble::Vec12::zeros(),
-                    };
-                    (zero, None)
+                    (super::assemble::ContactEval::default(), None)
                 }
             };
             if let Some((_, kt, _)) = &t {
@@ -851,7 +842,6 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: bool) -> Res
         log::debug!("dem: residual history {:?}", snes.residual_history().unwrap_or_default());
     }
     drop(snes);
-    let _ = comm.rank();
     Ok((ok, its, lits, x))
 }
 
