@@ -12,7 +12,7 @@
 use mpi::traits::*;
 use nalgebra::Vector6;
 use stiffgrain::cd::{apgd, operator::ContactOperator, pgs, rhs};
-use stiffgrain::driver::Sim;
+use stiffgrain::world::World;
 use stiffgrain::parallel;
 use stiffgrain::petsc::{self, NormType, Vector};
 use stiffgrain::scene::PgsOrder;
@@ -41,7 +41,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene) -> petsc::Resul
     let dt = scene.simulation.dt;
     let tol = scene.solver.tolerance;
     let max_it = scene.solver.max_iterations;
-    let mut sim = Sim::new(world, scene, scene.bodies.clone(), true);
+    let mut sim = World::new(world, scene, scene.bodies.clone(), true);
     sim.detect();
     let mut op = ContactOperator::assemble(world, &sim.bodies, &sim.layout, &sim.contacts, dt)?;
     let p = rhs(&op, scene, &sim.bodies, &sim.contacts, dt)?;

@@ -11,7 +11,8 @@ use mpi::traits::*;
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use std::path::Path;
 use stiffgrain::body::{Bodies, Body, Shape, DOF_2D, DOF_ALL, DOF_NONE};
-use stiffgrain::io::{self, CheckpointExtra, ContactKey, ContactRecord, ContactRecords, FlatRecords, FrameWriter, HISTORY_LEN};
+use stiffgrain::contact::ContactKey;
+use stiffgrain::io::{self, ContactTable, FlatRecords, FrameWriter, SolverState};
 use stiffgrain::scene::Scene;
 
 /// Body `id` of the deterministic test set.
@@ -34,42 +35,43 @@ fn body(id: u64) -> Body {
     }
 }
 
+/// One test contact: key, point, gap, force_normal, force_tangent.
+struct TestContact {
+    key: ContactKey,
+    x: f64,
+}
+
 /// Contacts of body `a` (owned with `a`): (a, a+1) with two sub-contacts.
-fn contacts_of(a: u64, n: u64) -> Vec<ContactRecord> {
+fn contacts_of(a: u64, n: u64) -> Vec<TestContact> {
     if a + 1 >= n {
         return vec![];
     }
-    (0..2u32)
-        .rev()
-        .map(|s| {
-            let x = a as f64 + 0.5 * s as f64;
-            ContactRecord {
-                body_a: a,
-                body_b: a + 1,
-                sub_a: s,
-                sub_b: 2 - s,
-                point: Vector3::new(x, 1.0, 2.0),
-                normal: Vector3::new(1.0, 0.0, 0.0),
-                gap: -1e-4 * x,
-                force_normal: x * x,
-                force_tangent: Vector3::new(0.0, x, -x),
-                force_compatible: 0.0,
-            }
-        })
-        .collect()
+    (0..2u32).rev().map(|s| TestContact { key: ContactKey { a, b: a + 1, sub_a: s, sub_b: 2 - s }, x: a as f64 + 0.5 * s as f64 }).collect()
 }
 
-fn history_of(a: u64, n: u64) -> Vec<(ContactKey, [f64; HISTORY_LEN])> {
-    contacts_of(a, n)
-        .into_iter()
-        .map(|c| {
-            let k = ContactKey { body_a: c.body_a, body_b: c.body_b, sub_a: c.sub_a, sub_b: c.sub_b };
-            let mut v = [0.0; HISTORY_LEN];
-            v[..4].copy_from_slice(&[c.gap, c.force_normal, 0.25 * a as f64, -(c.sub_a as f64)]);
-            v[HISTORY_LEN - 1] = c.body_b as f64;
-            (k, v)
-        })
-        .collect()
+/// The contacts as named columns, with `dummy_flux` (2 per contact): a
+/// field added through the named-column path only (tests/io.rs reads it).
+fn table(cs: &[TestContact]) -> ContactTable {
+    let mut t = ContactTable::new(cs.len());
+    t.u64("body_a", 1, cs.iter().map(|c| c.key.a).collect());
+    t.u64("body_b", 1, cs.iter().map(|c| c.key.b).collect());
+    t.u32("sub_a", cs.iter().map(|c| c.key.sub_a).collect());
+    t.u32("sub_b", cs.iter().map(|c| c.key.sub_b).collect());
+    t.f64("point", 3, cs.iter().flat_map(|c| [c.x, 1.0, 2.0]).collect());
+    t.f64("normal", 3, cs.iter().flat_map(|_| [1.0, 0.0, 0.0]).collect());
+    t.f64("gap", 1, cs.iter().map(|c| -1e-4 * c.x).collect());
+    t.f64("force_normal", 1, cs.iter().map(|c| c.x * c.x).collect());
+    t.f64("force_tangent", 3, cs.iter().flat_map(|c| [0.0, c.x, -c.x]).collect());
+    t.f64("dummy_flux", 2, cs.iter().flat_map(|c| [c.key.a as f64 + 0.25 * c.key.sub_a as f64, -c.x]).collect());
+    t
+}
+
+/// State records of body `a`'s contacts: key a; b, sub_a, sub_b; 4 values.
+fn history_of(a: u64, n: u64, recs: &mut FlatRecords) {
+    for c in contacts_of(a, n) {
+        let k = c.key.to_u64s();
+        recs.push(k[0], &k[1..], &[-1e-4 * c.x, c.x * c.x, 0.25 * a as f64, c.key.b as f64]);
+    }
 }
 
 fn scene() -> Scene {
@@ -155,14 +157,16 @@ fn write<C: Communicator>(comm: &C, dir: &Path, n: u64) -> i32 {
         b.id = if g == 0 { b.id } else { n + 1000 + rank as u64 };
         bodies.push(b);
     }
-    let mut contacts = ContactRecords::new();
-    let mut extra = CheckpointExtra::default();
+    let mine_contacts: Vec<TestContact> = mine.iter().flat_map(|&id| contacts_of(id, n)).collect();
+    let contacts = table(&mine_contacts);
+    let mut state = SolverState::new(7);
+    let mut hist = FlatRecords::new(3, 4);
     for &id in &mine {
-        for c in contacts_of(id, n) {
-            contacts.push(c);
-        }
-        extra.history.extend(history_of(id, n));
+        history_of(id, n, &mut hist);
     }
+    state.push("history", hist);
+    // An empty table keeps its widths through the file.
+    state.push("empty", FlatRecords::new(1, 2));
 
     let sc = scene();
     let mut w = match FrameWriter::create(comm, dir, &sc) {
@@ -176,7 +180,7 @@ fn write<C: Communicator>(comm: &C, dir: &Path, n: u64) -> i32 {
     for v in bodies.velocity.iter_mut() {
         *v *= 2.0;
     }
-    if let Err(e) = w.write_frame(10, 0.01, 1e-3, &bodies, n_owned, &ContactRecords::new()) {
+    if let Err(e) = w.write_frame(10, 0.01, 1e-3, &bodies, n_owned, &table(&[])) {
         fail(rank, &e.to_string());
     }
     if let Err(e) = w.close() {
@@ -188,7 +192,7 @@ fn write<C: Communicator>(comm: &C, dir: &Path, n: u64) -> i32 {
 
     for step in [0u64, 5, 10] {
         let p = io::checkpoint_path(dir, step);
-        if let Err(e) = io::write_checkpoint(comm, &p, step, step as f64 * 1e-3, 1e-3, &sc, &bodies, n_owned, &extra) {
+        if let Err(e) = io::write_checkpoint(comm, &p, step, step as f64 * 1e-3, 1e-3, &sc, &bodies, n_owned, &state) {
             fail(rank, &e.to_string());
         }
     }
@@ -225,15 +229,19 @@ fn check_checkpoint<C: Communicator>(comm: &C, path: &Path, n: u64) -> i32 {
             fail(rank, &format!("body {i}: got {got:?} want {want:?}"));
         }
     }
-    let all_hist: Vec<_> = (0..n).flat_map(|id| {
-        let mut h = history_of(id, n);
-        h.sort_by(|x, y| x.0.cmp(&y.0));
-        h
-    }).collect();
-    let nh = all_hist.len() as u64;
-    let (ha, hb) = (expect_slab(nh, rank as u64), expect_slab(nh, rank as u64 + 1));
-    if ck.n_history != nh || ck.history_offset != ha || ck.history[..] != all_hist[ha as usize..hb as usize] {
-        fail(rank, &format!("history slab differs: n {} offset {}", ck.n_history, ck.history_offset));
+    let mut all = FlatRecords::new(3, 4);
+    (0..n).for_each(|id| history_of(id, n, &mut all));
+    all.sort();
+    let nh = all.len() as u64;
+    let (ha, hb) = (expect_slab(nh, rank as u64) as usize, expect_slab(nh, rank as u64 + 1) as usize);
+    let h = ck.state.table("history").unwrap_or_else(|| fail(rank, "no history table"));
+    let slab_ok = h.keys[..] == all.keys[ha..hb] && h.u[..] == all.u[3 * ha..3 * hb] && h.f[..] == all.f[4 * ha..4 * hb];
+    if ck.state.version != 7 || !slab_ok {
+        fail(rank, &format!("history slab differs: version {}, {} records", ck.state.version, h.len()));
+    }
+    match ck.state.table("empty") {
+        Some(e) if e.is_empty() && (e.n_u, e.n_f) == (1, 2) => {}
+        other => fail(rank, &format!("empty table: {other:?}")),
     }
     if ck.step != 10 || ck.time != 10.0 * 1e-3 || ck.dt != 1e-3 || ck.config_text != scene().config_text || ck.solver != "dem" || ck.dim != 3 {
         fail(rank, "scalars differ");
@@ -247,7 +255,7 @@ fn check_checkpoint<C: Communicator>(comm: &C, path: &Path, n: u64) -> i32 {
         _ => fail(rank, "shapes differ"),
     }
     if rank == 0 {
-        println!("checkpoint ok: {} bodies, {} history entries", ck.n_bodies, ck.n_history);
+        println!("checkpoint ok: {} bodies, {nh} history entries", ck.n_bodies);
     }
     0
 }

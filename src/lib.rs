@@ -17,3 +17,4 @@ pub mod petsc;
 pub mod scene;
 pub mod solver;
 pub mod timers;
+pub mod world;

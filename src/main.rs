@@ -73,7 +73,7 @@ fn main() -> ExitCode {
             Command::Run { config, set, overwrite, petsc: petsc_args } => match load(&world, &config, &set) {
                 Err(code) => code,
                 Ok(scene) => {
-                    let opts = driver::RunOptions { overwrite, restart: None, restart_state: Vec::new() };
+                    let opts = driver::RunOptions { overwrite, restart: None, restart_state: Default::default() };
                     with_petsc(&world, &petsc_args, || driver::run(&world, &scene, scene.bodies.clone(), &opts))
                 }
             },
@@ -100,7 +100,7 @@ fn main() -> ExitCode {
                         let opts = driver::RunOptions {
                             overwrite: false,
                             restart: Some((cp.step, cp.time)),
-                            restart_state: cp.history.clone(),
+                            restart_state: cp.state.clone(),
                         };
                         if world.rank() == 0 {
                             log::info!("restart from {} at step {} (t = {:e})", checkpoint.display(), cp.step, cp.time);

@@ -1,12 +1,15 @@
-//! The interface between the time loop and the physics (step 3 of the time
-//! step): a solver advances the owned bodies over one step given the contacts
-//! detected at its start. `cd`, `compatible-cd` and `dem` implement it.
+//! The one place a physics plugs into the time loop (ARCHITECTURE.md
+//! "Adding a solver"), in the manner of LAMMPS fixes: the driver calls
+//! `begin_step`, then `step` and `review` until the step is accepted, and
+//! reads what the solver contributes to output, summary and checkpoints
+//! through the remaining hooks. Every hook but `step` has a default.
 use crate::body::Bodies;
 use crate::contact::{ContactShapes, Contacts};
-use crate::io::ContactHistory;
+use crate::io::SolverState;
 use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::scene::Scene;
+use crate::world::World;
 use nalgebra::Vector3;
 
 /// Everything a solver reads in one step. Bodies `0..layout.n_owned` are
@@ -22,8 +25,8 @@ pub struct StepContext<'a> {
     pub step: u64,
     pub time: f64,
     pub dt: f64,
-    /// A frame is written after this step (compatible-cd then always
-    /// computes the compatible forces).
+    /// The step's results are written (a frame, or the end of the run): a
+    /// solver computes the diagnostics it only needs for output now.
     pub output: bool,
 }
 
@@ -33,24 +36,55 @@ pub struct StepContext<'a> {
 pub struct ContactForces {
     pub f_n: Vec<f64>,
     pub f_t: Vec<Vector3<f64>>,
-    /// Compatible normal force (compatible-cd), else empty.
-    pub f_compatible: Vec<f64>,
 }
 
 /// What a step reports for the thermo line and summary.json.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct StepReport {
     /// Solver iterations (APGD/PGS sweeps, or Newton iterations).
     pub iterations: u64,
     /// The time step actually taken (adaptive solvers may shorten it).
     pub dt: f64,
-    /// Seconds of the step spent in the compatibility post-process (timed
-    /// as its own phase, apart from the solve).
-    pub compatibility_seconds: f64,
-    /// Linear (KSP) iterations of the step (implicit DEM; 0 otherwise).
+    /// Linear (KSP) iterations of the step (0 where there is no KSP).
     pub linear_iterations: u64,
     /// Attempts of this step that were rejected and redone with a shorter Δt.
     pub rejected: u64,
+    /// Seconds of the step spent in named parts of the solve, timed as
+    /// phases of their own in summary.json (compatible-cd: "compatibility").
+    pub phases: Vec<(&'static str, f64)>,
+}
+
+impl StepReport {
+    /// Adds the counts of an earlier attempt of the same step (redone).
+    pub fn absorb(&mut self, earlier: &StepReport) {
+        self.iterations += earlier.iterations;
+        self.linear_iterations += earlier.linear_iterations;
+        self.rejected += earlier.rejected;
+        for &(name, s) in &earlier.phases {
+            match self.phases.iter_mut().find(|(n, _)| *n == name) {
+                Some(p) => p.1 += s,
+                None => self.phases.push((name, s)),
+            }
+        }
+    }
+}
+
+/// What the solver says of a step it took ([`Solver::review`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Review {
+    Accept,
+    /// Take the step again from its start with this Δt: the solver has put
+    /// back its own state and the world (bodies, contacts) already.
+    Redo { dt: f64 },
+}
+
+/// A per-contact output field a solver contributes to frames, `width`
+/// values per contact in `Contacts` order.
+#[derive(Clone, Debug)]
+pub struct ContactField {
+    pub name: &'static str,
+    pub width: usize,
+    pub values: Vec<f64>,
 }
 
 /// A solver failure; the run writes a last checkpoint and stops.
@@ -64,20 +98,87 @@ pub enum SolverError {
     Other(String),
 }
 
-/// One physics.
+/// A checkpoint's solver state this solver cannot take.
+#[derive(Debug, thiserror::Error)]
+#[error("solver state version {found} in the checkpoint, this build's {solver} reads version {expected}")]
+pub struct StateError {
+    pub solver: &'static str,
+    pub found: u32,
+    pub expected: u32,
+}
+
+/// One physics. `cd`, `compatible-cd` and `dem` implement it; the driver
+/// knows them only through [`make_solver`].
 pub trait Solver {
+    /// Before the first attempt of a step from `time`: may prepare the
+    /// world (drop contacts it will not model, remember the start of the
+    /// step) and returns the Δt to try (at most `dt`).
+    fn begin_step(&mut self, _world: &mut World, _time: f64, dt: f64) -> f64 {
+        dt
+    }
+
     /// Advances the owned bodies from `ctx.time` by `ctx.dt` (or less, as
     /// reported); fills `forces` for `ctx.contacts`.
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError>;
 
-    /// State carried between steps that a checkpoint must keep (Newmark
-    /// accelerations, friction history, the next Δt), as keyed records.
-    fn save_state(&self) -> ContactHistory {
+    /// After an attempt that ended at `time + report.dt`: accept it, or put
+    /// the solver and the world back to the step's start and ask for a
+    /// redo. Collective: every rank returns the same.
+    fn review(&mut self, _world: &mut World, _time: f64, _report: &StepReport) -> Review {
+        Review::Accept
+    }
+
+    /// Names of the parts of `step` the solver times itself (reported in
+    /// [`StepReport::phases`]), timed as phases apart from "solve".
+    fn phases(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// True when steps may be shorter than `simulation.dt` (the run then
+    /// ends at `t_end`, not after a step count).
+    fn adaptive(&self) -> bool {
+        false
+    }
+
+    /// State carried between steps that a checkpoint must keep, this
+    /// rank's share (empty by default).
+    fn state(&self) -> SolverState {
+        SolverState::default()
+    }
+
+    /// Takes back a checkpoint's state: this rank's slab of every table,
+    /// whichever rank will use the records. Collective.
+    fn restore(&mut self, _comm: &Comm, state: SolverState) -> Result<(), StateError> {
+        match state.version {
+            0 if state.tables.is_empty() => Ok(()),
+            v => Err(StateError { solver: "this solver", found: v, expected: 0 }),
+        }
+    }
+
+    /// Extra per-contact output fields of the last step, by name.
+    fn contact_fields(&self, _contacts: &Contacts) -> Vec<ContactField> {
         Vec::new()
     }
 
-    /// Takes back this rank's slab of the records of [`Solver::save_state`]
-    /// after a restart (any rank count: records need not be on the rank that
-    /// will use them). Collective.
-    fn restore_state(&mut self, _comm: &Comm, _records: ContactHistory) {}
+    /// Normal forces that stand for this solver's answer in reactions, in
+    /// place of the step's `f_n` (compatible-cd: the compatible forces).
+    fn reaction_normals(&self) -> Option<&[f64]> {
+        None
+    }
+
+    /// The solver's own counters for summary.json (global: reduce here).
+    /// Collective.
+    fn summary(&self, _comm: &Comm) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
+}
+
+/// The solver of the scene: the registration line of each physics.
+pub fn make_solver(scene: &Scene) -> Box<dyn Solver> {
+    use crate::scene::SolverKind;
+    match scene.simulation.solver {
+        SolverKind::Cd => Box::new(crate::cd::CdSolver::new()),
+        SolverKind::CompatibleCd => Box::new(crate::compat::CompatibleCdSolver::new()),
+        SolverKind::Dem => Box::new(crate::dem::DemSolver::new()),
+    }
 }

@@ -4,16 +4,22 @@
 use crate::petsc::log::Stage;
 use std::time::Instant;
 
-/// The phases of one time step, in DESIGN.md order.
-pub const PHASES: [&str; 8] =
-    ["migration", "ghost_exchange", "broad_phase", "narrow_phase", "assembly", "solve", "compatibility", "output"];
+/// The phases of one time step, in ARCHITECTURE.md order; a solver adds
+/// its own after them ([`Timers::add_phase`]).
+pub const PHASES: [&str; 7] = ["migration", "ghost_exchange", "broad_phase", "narrow_phase", "assembly", "solve", "output"];
 
 /// Accumulated seconds per phase on this rank.
-#[derive(Default)]
 pub struct Timers {
-    seconds: [f64; PHASES.len()],
-    /// PETSc stages, registered when PETSc is initialised.
+    names: Vec<&'static str>,
+    seconds: Vec<f64>,
+    /// PETSc stages of `PHASES`, registered when PETSc is initialised.
     stages: Option<Vec<Stage>>,
+}
+
+impl Default for Timers {
+    fn default() -> Self {
+        Self { names: PHASES.to_vec(), seconds: vec![0.0; PHASES.len()], stages: None }
+    }
 }
 
 impl Timers {
@@ -23,13 +29,25 @@ impl Timers {
         let stages = crate::petsc::init::is_initialized()
             .then(|| PHASES.iter().map(|p| Stage::register(p)).collect::<Result<Vec<_>, _>>().ok())
             .flatten();
-        Self { seconds: [0.0; PHASES.len()], stages }
+        Self { stages, ..Self::default() }
+    }
+
+    /// Adds a phase (a solver's own part of "solve"); the same on every rank.
+    pub fn add_phase(&mut self, name: &'static str) {
+        if !self.names.contains(&name) {
+            self.names.push(name);
+            self.seconds.push(0.0);
+        }
+    }
+
+    fn index(&self, name: &str) -> usize {
+        self.names.iter().position(|p| *p == name).unwrap_or_else(|| panic!("unknown phase {name}"))
     }
 
     /// Runs `f` and adds its wall time to `phase`.
     pub fn time<T>(&mut self, phase: &str, f: impl FnOnce() -> T) -> T {
-        let k = PHASES.iter().position(|p| *p == phase).expect("known phase name");
-        let guard = self.stages.as_ref().and_then(|s| s[k].push().ok());
+        let k = self.index(phase);
+        let guard = self.stages.as_ref().and_then(|s| s.get(k)).and_then(|s| s.push().ok());
         let t0 = Instant::now();
         let out = f();
         self.seconds[k] += t0.elapsed().as_secs_f64();
@@ -39,13 +57,13 @@ impl Timers {
 
     /// Moves `seconds` measured inside phase `from` to phase `to`.
     pub fn reassign(&mut self, from: &str, to: &str, seconds: f64) {
-        let k = |name: &str| PHASES.iter().position(|p| *p == name).expect("known phase name");
-        self.seconds[k(from)] -= seconds;
-        self.seconds[k(to)] += seconds;
+        let (from, to) = (self.index(from), self.index(to));
+        self.seconds[from] -= seconds;
+        self.seconds[to] += seconds;
     }
 
     /// (phase, seconds) pairs.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
-        PHASES.iter().copied().zip(self.seconds.iter().copied())
+        self.names.iter().copied().zip(self.seconds.iter().copied())
     }
 }

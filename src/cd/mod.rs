@@ -20,12 +20,12 @@ use crate::scene::{CdMethod, Scene};
 use crate::solver::{ContactForces, SolverError, Solver, StepContext, StepReport};
 use nalgebra::{UnitQuaternion, Vector3, Vector6};
 use operator::ContactOperator;
+use crate::contact::ContactKey;
 use std::collections::HashMap;
 
 pub use apgd::QpResult;
 
 /// Identity of a contact across steps: (a, b, sub_a, sub_b).
-type ContactKey = (u64, u64, u32, u32);
 
 /// Running totals of the contact solves (for benchmarks and logs).
 #[derive(Clone, Debug, Default)]
@@ -129,20 +129,20 @@ pub type PostProcess<'a> = dyn FnMut(&mut ContactOperator, &Vector, &Bodies) -> 
 
 impl Solver for CdSolver {
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError> {
-        self.step_with(ctx, bodies, forces, None)
+        self.step_with(ctx, bodies, forces, None).map(|(report, _)| report)
     }
 }
 
 impl CdSolver {
-    /// One CD step; `post` (if any) fills `forces.f_compatible` when some
-    /// rank has contacts, else it is cleared.
+    /// One CD step; also returns what `post` (if any) gave per contact
+    /// (empty when no rank has contacts).
     pub fn step_with(
         &mut self,
         ctx: &StepContext,
         bodies: &mut Bodies,
         forces: &mut ContactForces,
         mut post: Option<&mut PostProcess>,
-    ) -> Result<StepReport, SolverError> {
+    ) -> Result<(StepReport, Vec<f64>), SolverError> {
         let (comm, scene, contacts, dt) = (ctx.comm, ctx.scene, ctx.contacts, ctx.dt);
         let n_owned = ctx.layout.n_owned;
         let gravity = scene.simulation.gravity;
@@ -167,8 +167,7 @@ impl CdSolver {
                 let rows: Vec<PetscInt> = (0..nc).map(|i| op.row_offset + i as PetscInt).collect();
                 let vals: Vec<f64> = (0..nc)
                     .map(|i| {
-                        let key = (contacts.a[i], contacts.b[i], contacts.sub_a[i], contacts.sub_b[i]);
-                        self.warm.get(&key).copied().unwrap_or(0.0)
+                        self.warm.get(&contacts.key(i)).copied().unwrap_or(0.0)
                     })
                     .collect();
                 f.set_values(&rows, &vals, InsertMode::Insert)?;
@@ -226,13 +225,12 @@ impl CdSolver {
         self.warm.clear();
         for (i, &fi) in f_local.iter().enumerate() {
             if fi != 0.0 {
-                self.warm.insert((contacts.a[i], contacts.b[i], contacts.sub_a[i], contacts.sub_b[i]), fi);
+                self.warm.insert(contacts.key(i), fi);
             }
         }
         forces.f_n = f_local;
         forces.f_t = vec![Vector3::zeros(); nc];
-        forces.f_compatible = compatible;
-        Ok(StepReport { iterations, dt, ..Default::default() })
+        Ok((StepReport { iterations, dt, ..Default::default() }, compatible))
     }
 }
 

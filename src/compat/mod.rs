@@ -30,11 +30,11 @@ pub mod apgd;
 use crate::body::Bodies;
 use crate::cd::operator::ContactOperator;
 use crate::cd::CdSolver;
-use crate::contact::{Contacts, WALL_ID_BASE};
+use crate::contact::Contacts;
 use crate::parallel::Comm;
 use crate::petsc::{NormType, Result, Vector};
 use crate::scene::{CompatSettings, Scene};
-use crate::solver::{ContactForces, Solver, SolverError, StepContext, StepReport};
+use crate::solver::{ContactField, ContactForces, Solver, SolverError, StepContext, StepReport};
 
 /// Running totals of the compatibility solves (benchmarks, logs).
 #[derive(Clone, Debug, Default)]
@@ -52,6 +52,9 @@ pub struct CompatStats {
 pub struct CompatibleCdSolver {
     cd: CdSolver,
     pub stats: CompatStats,
+    /// Compatible normal force of each contact of the last step (empty
+    /// when the step did not compute them).
+    f_compatible: Vec<f64>,
 }
 
 impl CompatibleCdSolver {
@@ -80,7 +83,8 @@ impl Solver for CompatibleCdSolver {
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> std::result::Result<StepReport, SolverError> {
         let set = &ctx.scene.compat;
         if !(ctx.output || ctx.step % set.every == 0) {
-            return self.cd.step_with(ctx, bodies, forces, None);
+            self.f_compatible.clear();
+            return self.cd.step_with(ctx, bodies, forces, None).map(|(report, _)| report);
         }
         let stats = &mut self.stats;
         let before = stats.seconds;
@@ -112,47 +116,33 @@ impl Solver for CompatibleCdSolver {
             );
             Ok(res.f)
         };
-        let mut report = self.cd.step_with(ctx, bodies, forces, Some(&mut post))?;
-        report.compatibility_seconds = self.stats.seconds - before;
-        if forces.f_compatible.len() != forces.f_n.len() {
-            // No contact anywhere: nothing to solve.
-            forces.f_compatible = vec![0.0; forces.f_n.len()];
-        }
+        let (mut report, compatible) = self.cd.step_with(ctx, bodies, forces, Some(&mut post))?;
+        report.phases.push(("compatibility", self.stats.seconds - before));
+        // No contact anywhere: nothing was solved.
+        self.f_compatible = if compatible.len() == forces.f_n.len() { compatible } else { vec![0.0; forces.f_n.len()] };
         Ok(report)
     }
+
+    fn phases(&self) -> &'static [&'static str] {
+        &["compatibility"]
+    }
+
+    /// `force_compatible`: the compatible normal force (0 at steps that did
+    /// not compute it); `force_normal` stays CD's.
+    fn contact_fields(&self, contacts: &Contacts) -> Vec<ContactField> {
+        let mut values = self.f_compatible.clone();
+        values.resize(contacts.len(), 0.0);
+        vec![ContactField { name: "force_compatible", width: 1, values }]
+    }
+
+    fn reaction_normals(&self) -> Option<&[f64]> {
+        (!self.f_compatible.is_empty()).then_some(&self.f_compatible[..])
+    }
 }
 
-/// Relative stiffness k̃ of every contact from its two materials (a wall
-/// uses its own): the `[[compatibility.stiffness]]` entry of the pair if
-/// any, else, when both have a Young's modulus, the series combination
-/// 1/(1/E_a + 1/E_b) divided by E_max/2 (E_max the largest modulus of the
-/// scene; only ratios matter), else 1.
+/// Relative stiffness k̃ of every contact ([`Scene::pair_stiffness`]).
 pub fn relative_stiffness(scene: &Scene, bodies: &Bodies, contacts: &Contacts) -> Vec<f64> {
-    let e_max = scene.materials.iter().filter_map(|m| m.young).fold(0.0f64, f64::max);
-    (0..contacts.len())
-        .map(|i| {
-            let ma = bodies.material[contacts.ia[i]];
-            let mb = if contacts.b[i] >= WALL_ID_BASE {
-                scene.walls.get((contacts.b[i] - WALL_ID_BASE) as usize).map_or(ma, |w| w.material)
-            } else {
-                bodies.material[contacts.ib[i]]
-            };
-            pair_stiffness(scene, ma, mb, e_max)
-        })
-        .collect()
-}
-
-/// k̃ of a contact between materials `a` and `b` (see [`relative_stiffness`]).
-pub fn pair_stiffness(scene: &Scene, a: u32, b: u32, e_max: f64) -> f64 {
-    let pair = (a.min(b), a.max(b));
-    if let Some((_, k)) = scene.compat.pair_stiffness.iter().find(|(q, _)| *q == pair) {
-        return *k;
-    }
-    let young = |m: u32| scene.materials.get(m as usize).and_then(|m| m.young);
-    match (young(a), young(b)) {
-        (Some(ea), Some(eb)) if e_max > 0.0 => (1.0 / (1.0 / ea + 1.0 / eb)) / (0.5 * e_max),
-        _ => 1.0,
-    }
+    (0..contacts.len()).map(|i| scene.pair_stiffness(bodies.material[contacts.ia[i]], contacts.material_b(i, bodies, &scene.walls))).collect()
 }
 
 /// Result of one compatibility solve.

@@ -195,6 +195,8 @@ pub struct SimulationCfg {
     pub dt: f64,
     #[serde(default = "default_gravity")]
     pub gravity: [f64; 3],
+    /// Stop before t_end once every body's speed stays below this (m/s).
+    pub until_static: Option<f64>,
 }
 
 fn default_dim() -> u8 {
@@ -357,6 +359,9 @@ pub struct OutputCfg {
     pub checkpoint_keep: usize,
     #[serde(default = "default_every")]
     pub thermo_every: u64,
+    /// Wall-clock seconds after which a thermo line is printed anyway.
+    #[serde(default = "default_thermo_seconds")]
+    pub thermo_seconds: f64,
 }
 
 impl Default for OutputCfg {
@@ -367,12 +372,16 @@ impl Default for OutputCfg {
             checkpoint_every: 0,
             checkpoint_keep: default_keep(),
             thermo_every: default_every(),
+            thermo_seconds: default_thermo_seconds(),
         }
     }
 }
 
 fn default_out() -> PathBuf {
     PathBuf::from("OUT")
+}
+fn default_thermo_seconds() -> f64 {
+    10.0
 }
 fn default_every() -> u64 {
     100

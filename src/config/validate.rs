@@ -50,6 +50,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
         t_end: c.positive("simulation.t_end", s.t_end)?,
         dt: c.positive("simulation.dt", s.dt)?,
         gravity: c.finite3("simulation.gravity", s.gravity)?,
+        until_static: s.until_static.map(|v| c.positive("simulation.until_static", v)).transpose()?,
     };
     if simulation.dim == 2 && simulation.gravity.z != 0.0 {
         return Err(c.err("simulation.gravity", "must have z = 0 in 2D (the x-y plane)"));
@@ -256,6 +257,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
         checkpoint_every: o.checkpoint_every,
         checkpoint_keep: o.checkpoint_keep,
         thermo_every: o.thermo_every,
+        thermo_seconds: c.positive("output.thermo_seconds", o.thermo_seconds)?,
     };
     let solver = SolverSettings {
         tolerance: c.positive("solver.tolerance", cfg.solver.tolerance)?,

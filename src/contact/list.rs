@@ -76,6 +76,28 @@ impl Contact {
     }
 }
 
+/// Identifies a contact across steps, ranks and files: its two bodies (b a
+/// wall's id for a wall) and their sub-regions (face/edge/vertex ids).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ContactKey {
+    pub a: u64,
+    pub b: u64,
+    pub sub_a: u32,
+    pub sub_b: u32,
+}
+
+impl ContactKey {
+    /// As four integers (record fields: a, b, sub_a, sub_b).
+    pub fn to_u64s(self) -> [u64; 4] {
+        [self.a, self.b, self.sub_a as u64, self.sub_b as u64]
+    }
+
+    /// From the four integers of [`ContactKey::to_u64s`].
+    pub fn from_u64s(u: &[u64]) -> Self {
+        Self { a: u[0], b: u[1], sub_a: u[2] as u32, sub_b: u[3] as u32 }
+    }
+}
+
 /// Contacts as struct-of-arrays; field meanings as in [`Contact`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Contacts {
@@ -171,9 +193,18 @@ impl Contacts {
         (0..self.len()).map(|i| self.get(i))
     }
 
-    /// The identity of contact `i` across steps and ranks: (a, b, sub_a, sub_b).
-    pub fn key(&self, i: usize) -> [u64; 4] {
-        [self.a[i], self.b[i], self.sub_a[i] as u64, self.sub_b[i] as u64]
+    /// The identity of contact `i` across steps and ranks.
+    pub fn key(&self, i: usize) -> ContactKey {
+        ContactKey { a: self.a[i], b: self.b[i], sub_a: self.sub_a[i], sub_b: self.sub_b[i] }
+    }
+
+    /// The material of side b of contact `i`: body b's, or the wall's own.
+    pub fn material_b(&self, i: usize, bodies: &crate::body::Bodies, walls: &[crate::scene::Wall]) -> u32 {
+        if self.b[i] >= WALL_ID_BASE {
+            walls.get((self.b[i] - WALL_ID_BASE) as usize).map_or(bodies.material[self.ia[i]], |w| w.material)
+        } else {
+            bodies.material[self.ib[i]]
+        }
     }
 
     /// Keeps the contacts `keep(i)` says yes to, in order.

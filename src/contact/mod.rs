@@ -23,7 +23,7 @@ pub mod vertex_vertex;
 
 pub use broad::VerletList;
 pub use entity_list::EntityLists;
-pub use list::{Contact, Contacts, WALL_ID_BASE, WALL_INDEX};
+pub use list::{Contact, ContactKey, Contacts, WALL_ID_BASE, WALL_INDEX};
 
 use crate::body::{Bodies, Shape};
 use crate::geometry::MeshFeatures;

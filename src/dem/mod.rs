@@ -3,6 +3,7 @@
 //! parameters and Newmark ([`rigid`]), contact elements ([`assemble`]) and the
 //! SNES step with adaptive Δt ([`solver`]).
 pub mod law;
+pub mod night_owl;
 pub mod assemble;
 pub mod jet;
 pub mod rigid;

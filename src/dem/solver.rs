@@ -10,15 +10,18 @@ use super::law::TangentialLaw;
 use super::law::NormalLaw;
 use super::rigid::{self, Newmark, RigidState};
 use crate::body::{Bodies, Shape};
-use crate::contact::{WALL_ID_BASE, WALL_INDEX};
+use super::night_owl::{self, MAX_NIGHT_OWL_REDOS, PENETRATION_FLOOR};
+use crate::contact::{ContactKey, WALL_INDEX};
+use crate::io::SolverState;
 use crate::parallel::exchange::forward_values;
-use crate::parallel::records::{send_to, FlatRecords};
+use crate::parallel::records::{ask_all, FlatRecords};
 use crate::parallel::{self, Comm};
 use crate::petsc::{self, InsertMode, Mat, PetscInt, Snes, Vector};
-use crate::solver::{ContactForces, Solver, SolverError, StepContext, StepReport};
+use crate::solver::{ContactForces, Review, Solver, SolverError, StateError, StepContext, StepReport};
+use crate::world::World;
 use mpi::traits::*;
 use nalgebra::Vector3;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Growth factor of Δt after an easy step.
 const GROWTH: f64 = 1.5;
@@ -42,13 +45,37 @@ pub struct DemSolver {
     /// the tangential gap, the normal it lies against, sliding. Kept on the
     /// contact's rank (the owner of a); travels with a when a migrates.
     history: HashMap<ContactKey, Tangential>,
+    /// The start of the step being taken, to redo it from.
+    start: Option<StepStart>,
+    /// The step being taken (log lines).
+    step: u64,
+    /// Night-owl counters for summary.json (global).
+    night_owls: u64,
+    night_owl_redos: u64,
+    /// Mesh pairs detected closed and dropped (this rank).
+    closed_pairs_dropped: u64,
 }
+
+/// The start of a step: owned bodies and this solver's state, the mesh
+/// pairs dropped closed, and how the step has been redone so far.
+struct StepStart {
+    bodies: Bodies,
+    accel: HashMap<u64, (Vector3<f64>, Vector3<f64>)>,
+    history: HashMap<ContactKey, Tangential>,
+    dt: f64,
+    closed: HashSet<ContactKey>,
+    /// The Δt the step is tried with.
+    dt_try: f64,
+    distance: f64,
+    redos: u32,
+    widened: u32,
+}
+
+/// Version of the checkpoint tables of [`DemSolver::state`].
+const STATE_VERSION: u32 = 1;
 
 /// Friction residual, tangent and law result of one contact.
 type FrictionEval = (Vec12, super::assemble::Mat12, super::law::Friction);
-
-/// Identifies a contact across steps.
-type ContactKey = (u64, u64, u32, u32);
 
 /// Stored tangential state of one contact.
 #[derive(Clone, Copy, Debug)]
@@ -64,15 +91,20 @@ impl Default for DemSolver {
     }
 }
 
-/// `body_b` of the state records that hold a body's Newmark accelerations
-/// (contact records carry a real body or wall id there).
-const BODY_RECORD: u64 = u64::MAX;
-/// `body_a` of the record that holds the next Δt to try.
-const DT_RECORD: u64 = u64::MAX;
-
 impl DemSolver {
     pub fn new() -> Self {
-        Self { dt: f64::INFINITY, accel: HashMap::new(), options_set: false, rejected: 0, history: HashMap::new() }
+        Self {
+            dt: f64::INFINITY,
+            accel: HashMap::new(),
+            options_set: false,
+            rejected: 0,
+            history: HashMap::new(),
+            start: None,
+            step: 0,
+            night_owls: 0,
+            night_owl_redos: 0,
+            closed_pairs_dropped: 0,
+        }
     }
 
     /// Accelerations of owned bodies that arrived from another rank: asks
@@ -81,47 +113,28 @@ impl DemSolver {
     fn sync_accelerations(&mut self, comm: &Comm, bodies: &Bodies, n_owned: usize, gravity: &Vector3<f64>) {
         let missing: Vec<u64> = (0..n_owned).map(|i| bodies.id[i]).filter(|id| !self.accel.contains_key(id)).collect();
         if parallel::sum_u64(comm, missing.len() as u64) > 0 {
-            let size = comm.size() as usize;
-            let me = comm.rank() as u64;
-            let mut req = FlatRecords::new(1, 0);
-            let mut dest = Vec::new();
-            for &id in &missing {
-                for r in 0..size {
-                    req.push(id, &[me], &[]);
-                    dest.push(r);
+            let mut q = FlatRecords::new(0, 0);
+            missing.iter().for_each(|&id| q.push(id, &[], &[]));
+            // Replies: u = [0] with ü, ω̇ of the body, or [1, b, sub_a, sub_b,
+            // sliding] with the friction state of a contact whose body a it is.
+            let got = ask_all(comm, &q, true, (5, 6), |id, _, _, reply| {
+                if let Some((a, w)) = self.accel.get(&id) {
+                    reply.push(0, &[0; 5], &[a.x, a.y, a.z, w.x, w.y, w.z]);
                 }
-            }
-            let got = send_to(comm, &req, &dest);
-            let mut rep = FlatRecords::new(0, 6);
-            let mut rdest = Vec::new();
-            for k in 0..got.len() {
-                if let Some((a, w)) = self.accel.get(&got.keys[k]) {
-                    rep.push(got.keys[k], &[], &[a.x, a.y, a.z, w.x, w.y, w.z]);
-                    rdest.push(got.u_row(k)[0] as usize);
-                }
-            }
-            // Friction history of contacts whose body a went to the asker.
-            let mut hist = FlatRecords::new(4, 6);
-            let mut hdest = Vec::new();
-            for k in 0..got.len() {
-                for (key, h) in self.history.iter().filter(|(key, _)| key.0 == got.keys[k]) {
+                for (key, h) in self.history.iter().filter(|(key, _)| key.a == id) {
                     let (g, nn) = (h.gt, h.normal);
-                    hist.push(key.0, &[key.1, key.2 as u64, key.3 as u64, h.sliding as u64], &[g.x, g.y, g.z, nn.x, nn.y, nn.z]);
-                    hdest.push(got.u_row(k)[0] as usize);
+                    reply.push(0, &[1, key.b, key.sub_a as u64, key.sub_b as u64, h.sliding as u64], &[g.x, g.y, g.z, nn.x, nn.y, nn.z]);
                 }
-            }
-            let moved = send_to(comm, &hist, &hdest);
-            for k in 0..moved.len() {
-                let (u, f) = (moved.u_row(k), moved.f_row(k));
-                self.history.insert(
-                    (moved.keys[k], u[0], u[1] as u32, u[2] as u32),
-                    Tangential { gt: Vector3::new(f[0], f[1], f[2]), normal: Vector3::new(f[3], f[4], f[5]), sliding: u[3] != 0 },
-                );
-            }
-            let ans = send_to(comm, &rep, &rdest);
-            for k in 0..ans.len() {
-                let f = ans.f_row(k);
-                self.accel.insert(ans.keys[k], (Vector3::new(f[0], f[1], f[2]), Vector3::new(f[3], f[4], f[5])));
+            });
+            for k in 0..got.len() {
+                let (id, u, f) = (missing[got.keys[k] as usize], got.u_row(k), got.f_row(k));
+                let (x, y) = (Vector3::new(f[0], f[1], f[2]), Vector3::new(f[3], f[4], f[5]));
+                if u[0] == 0 {
+                    self.accel.insert(id, (x, y));
+                } else {
+                    let key = ContactKey::from_u64s(&[id, u[1], u[2], u[3]]);
+                    self.history.insert(key, Tangential { gt: x, normal: y, sliding: u[4] != 0 });
+                }
             }
         }
         let mut fresh = HashMap::with_capacity(n_owned);
@@ -222,14 +235,7 @@ fn elements(ctx: &StepContext, bodies: &Bodies) -> Vec<ContactElement> {
                 ma * bodies.mass[ib] / (ma + bodies.mass[ib])
             };
             let scale = if ctx.scene.dem.pair_stiffness {
-                let ma = bodies.material[ia];
-                let mb = if wall {
-                    ctx.scene.walls.get((c.b - WALL_ID_BASE) as usize).map_or(ma, |w| w.material)
-                } else {
-                    bodies.material[ib]
-                };
-                let e_max = ctx.scene.materials.iter().filter_map(|m| m.young).fold(0.0f64, f64::max);
-                crate::compat::pair_stiffness(ctx.scene, ma, mb, e_max)
+                ctx.scene.pair_stiffness(bodies.material[ia], ctx.contacts.material_b(k, bodies, &ctx.scene.walls))
             } else {
                 1.0
             };
@@ -467,62 +473,151 @@ impl Problem<'_> {
 }
 
 impl Solver for DemSolver {
-    /// Records: (id, MAX) -> accelerations ü, ω̇ of an owned body;
-    /// (a, b, sub_a, sub_b) -> tangential gap, its normal, sliding flag;
-    /// (MAX, MAX) -> the next Δt (rank 0 only).
-    fn save_state(&self) -> crate::io::ContactHistory {
-        use crate::io::{ContactKey, HISTORY_LEN};
-        let mut out = Vec::with_capacity(self.accel.len() + self.history.len() + 1);
+    /// Tables: "accelerations" (key body id; ü, ω̇), "friction" (key body
+    /// a; b, sub_a, sub_b, sliding; tangential gap, its normal), "dt" (the
+    /// next Δt, rank 0 only).
+    fn state(&self) -> SolverState {
+        let mut st = SolverState::new(STATE_VERSION);
+        let mut acc = FlatRecords::new(0, 6);
         for (&id, (a, w)) in &self.accel {
-            let mut v = [0.0; HISTORY_LEN];
-            v[..6].copy_from_slice(&[a.x, a.y, a.z, w.x, w.y, w.z]);
-            out.push((ContactKey { body_a: id, body_b: BODY_RECORD, sub_a: 0, sub_b: 0 }, v));
+            acc.push(id, &[], &[a.x, a.y, a.z, w.x, w.y, w.z]);
         }
-        for (&(a, b, sa, sb), t) in &self.history {
-            let mut v = [0.0; HISTORY_LEN];
-            v[..7].copy_from_slice(&[t.gt.x, t.gt.y, t.gt.z, t.normal.x, t.normal.y, t.normal.z, t.sliding as u8 as f64]);
-            out.push((ContactKey { body_a: a, body_b: b, sub_a: sa, sub_b: sb }, v));
+        let mut fr = FlatRecords::new(4, 6);
+        for (key, t) in &self.history {
+            let (g, n) = (t.gt, t.normal);
+            fr.push(key.a, &[key.b, key.sub_a as u64, key.sub_b as u64, t.sliding as u64], &[g.x, g.y, g.z, n.x, n.y, n.z]);
         }
+        let mut dt = FlatRecords::new(0, 1);
         if self.dt.is_finite() {
-            let mut v = [0.0; HISTORY_LEN];
-            v[0] = self.dt;
-            out.push((ContactKey { body_a: DT_RECORD, body_b: DT_RECORD, sub_a: 0, sub_b: 0 }, v));
+            dt.push(0, &[], &[self.dt]);
         }
-        out
+        st.push("accelerations", acc);
+        st.push("friction", fr);
+        st.push("dt", dt);
+        st
     }
 
     /// Records land on any rank; `sync_accelerations` fetches them by id
-    /// at the first step, as after a migration. Replaces the whole state
-    /// (the driver also rolls a step back with it: night-owl contacts).
-    fn restore_state(&mut self, comm: &Comm, records: crate::io::ContactHistory) {
+    /// at the first step, as after a migration.
+    fn restore(&mut self, comm: &Comm, state: SolverState) -> Result<(), StateError> {
+        if state.version != STATE_VERSION {
+            return Err(StateError { solver: "dem", found: state.version, expected: STATE_VERSION });
+        }
         self.accel.clear();
         self.history.clear();
-        self.dt = f64::INFINITY;
-        let mut dt = f64::NEG_INFINITY;
-        for (k, v) in records {
-            if k.body_a == DT_RECORD && k.body_b == DT_RECORD {
-                dt = v[0];
-            } else if k.body_b == BODY_RECORD {
-                self.accel.insert(k.body_a, (Vector3::new(v[0], v[1], v[2]), Vector3::new(v[3], v[4], v[5])));
-            } else {
-                self.history.insert(
-                    (k.body_a, k.body_b, k.sub_a, k.sub_b),
-                    Tangential {
-                        gt: Vector3::new(v[0], v[1], v[2]),
-                        normal: Vector3::new(v[3], v[4], v[5]),
-                        sliding: v[6] != 0.0,
-                    },
-                );
+        let v3 = |f: &[f64], k: usize| Vector3::new(f[k], f[k + 1], f[k + 2]);
+        if let Some(t) = state.table("accelerations") {
+            for k in 0..t.len() {
+                self.accel.insert(t.keys[k], (v3(t.f_row(k), 0), v3(t.f_row(k), 3)));
             }
         }
-        let dt = parallel::max_f64(comm, dt);
-        if dt.is_finite() {
-            self.dt = dt;
+        if let Some(t) = state.table("friction") {
+            for k in 0..t.len() {
+                let u = t.u_row(k);
+                let key = ContactKey::from_u64s(&[t.keys[k], u[0], u[1], u[2]]);
+                self.history.insert(key, Tangential { gt: v3(t.f_row(k), 0), normal: v3(t.f_row(k), 3), sliding: u[3] != 0 });
+            }
         }
+        let dt = state.table("dt").map_or(f64::NEG_INFINITY, |t| t.f.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+        let dt = parallel::max_f64(comm, dt);
+        self.dt = if dt.is_finite() { dt } else { f64::INFINITY };
+        Ok(())
+    }
+
+    fn adaptive(&self) -> bool {
+        true
+    }
+
+    /// Remembers the step's start, drops mesh pairs detected closed, and
+    /// ends the step where a wall is removed (`until`).
+    fn begin_step(&mut self, world: &mut World, time: f64, dt: f64) -> f64 {
+        let tol = 1e-9 * world.scene.simulation.dt;
+        let dt = world.scene.walls.iter().filter(|w| w.until > time + tol).fold(dt, |dt, w| dt.min(w.until - time));
+        let closed = night_owl::drop_closed_mesh_pairs(world);
+        self.closed_pairs_dropped += closed.len() as u64;
+        self.start = Some(StepStart {
+            bodies: world.owned_bodies(),
+            accel: self.accel.clone(),
+            history: self.history.clone(),
+            dt: self.dt,
+            closed,
+            dt_try: dt,
+            distance: world.scene.contact.distance,
+            redos: 0,
+            widened: 0,
+        });
+        dt
+    }
+
+    /// The night-owl search (§2.6.3): a step that missed contacts is redone
+    /// from its start, out to a larger contact distance for new pairs, with
+    /// half the Δt for a degeneration found below the penetration floor.
+    fn review(&mut self, world: &mut World, time: f64, report: &StepReport) -> Review {
+        let (comm, scene) = (world.comm, world.scene);
+        let d = &scene.dem;
+        let Some(start) = self.start.as_mut() else { return Review::Accept };
+        // A gap changes by at most the two bodies' displacements.
+        let reach = 2.0 * parallel::max_f64(comm, night_owl::largest_displacement(world, &start.bodies));
+        // The search finds the next step's contacts: walls as at its start.
+        world.set_time(time + report.dt);
+        let floor = PENETRATION_FLOOR * d.f * d.gbar;
+        let owls = night_owl::search_after_step(world, &start.bodies, &start.closed, d.gbar, floor, reach);
+        let n_owls = night_owl::count(comm, &owls, |_| true);
+        if n_owls == 0 {
+            return Review::Accept;
+        }
+        let (n_new, n_deep) = (night_owl::count(comm, &owls, |o| o.new_pair), night_owl::count(comm, &owls, |o| o.penetrating));
+        self.night_owls += n_owls;
+        let names = night_owl::names(comm, &owls);
+        let halve = n_deep > 0 && 0.5 * report.dt >= d.dt_min;
+        let widen = n_new > 0 && start.widened < MAX_NIGHT_OWL_REDOS;
+        let rank0 = comm.rank() == 0;
+        if !halve && !widen {
+            if rank0 {
+                log::warn!("step {}: night-owl contact(s) {names} remain after {} redos (dt = {:e}); step accepted", self.step, start.redos, report.dt);
+            }
+            return Review::Accept;
+        }
+        if widen {
+            // The new pairs were within `reach` at the step's start.
+            start.distance = start.distance.max(scene.contact.distance + 1.01 * reach);
+            start.widened += 1;
+        }
+        if halve {
+            start.dt_try = 0.5 * report.dt;
+        }
+        let dt = start.dt_try;
+        start.redos += 1;
+        self.night_owl_redos += 1;
+        if rank0 {
+            log::info!("step {}: night-owl contact(s) {names}: redoing the step with contact distance {:.4e}, dt = {dt:e}", self.step, start.distance);
+        }
+        (self.accel, self.history, self.dt) = (start.accel.clone(), start.history.clone(), start.dt);
+        world.set_time(time);
+        world.roll_back(&start.bodies, start.distance);
+        // The roll-back migrated bodies that had drifted across a rank
+        // boundary since the last rebuild: the redo starts from this
+        // distribution (its contacts were detected in it).
+        start.bodies = world.owned_bodies();
+        let closed = night_owl::drop_closed_mesh_pairs(world);
+        self.closed_pairs_dropped += closed.len() as u64;
+        if let Some(start) = self.start.as_mut() {
+            start.closed = closed;
+        }
+        Review::Redo { dt }
+    }
+
+    fn summary(&self, comm: &Comm) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("night_owls".into(), self.night_owls.into());
+        m.insert("night_owl_redos".into(), self.night_owl_redos.into());
+        m.insert("closed_pairs_dropped".into(), parallel::sum_u64(comm, self.closed_pairs_dropped).into());
+        m
     }
 
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError> {
         let d = &ctx.scene.dem;
+        self.step = ctx.step;
         if !self.options_set {
             for (k, v) in [("-ksp_type", "gmres"), ("-pc_type", "bjacobi"), ("-sub_pc_type", "ilu"), ("-ksp_rtol", "1e-12")] {
                 petsc::options::set_default(k, Some(v))?;
@@ -655,8 +750,7 @@ impl Solver for DemSolver {
                         f_t.push(t.as_ref().map_or(Vector3::zeros(), |(_, _, fr)| -fr.force));
                         if let (Some(te), Some((_, _, fr))) = (&prob.tangential[k], &t) {
                             let c = &ctx.contacts;
-                            let key = (c.a[k], c.b[k], c.sub_a[k], c.sub_b[k]);
-                            history.insert(key, Tangential { gt: fr.gap_t, normal: te.n, sliding: fr.sliding });
+                            history.insert(c.key(k), Tangential { gt: fr.gap_t, normal: te.n, sliding: fr.sliding });
                         }
                     }
                     self.history = history;
@@ -664,7 +758,6 @@ impl Solver for DemSolver {
                     self.finish(&states, &nm, &all, bodies);
                     forces.f_t = f_t;
                     forces.f_n = f_n;
-                    forces.f_compatible.clear();
                     let next = if its <= d.easy_iterations as i64 { dt * GROWTH } else { dt };
                     let next = if ratio > 0.0 { next.min(dt * 0.9 / ratio) } else { next };
                     self.dt = next.clamp(d.dt_min, d.dt_max);
@@ -704,11 +797,7 @@ impl DemSolver {
         (0..c.len())
             .map(|k| {
                 let ma = &mats[bodies.material[c.ia[k]] as usize];
-                let mb = if c.ib[k] == WALL_INDEX {
-                    &mats[ctx.scene.walls[(c.b[k] - WALL_ID_BASE) as usize].material as usize]
-                } else {
-                    &mats[bodies.material[c.ib[k]] as usize]
-                };
+                let mb = &mats[c.material_b(k, bodies, &ctx.scene.walls) as usize];
                 let mu_s = 0.5 * (ma.friction_static + mb.friction_static);
                 let mu_d = 0.5 * (ma.friction_dynamic + mb.friction_dynamic);
                 if mu_s == 0.0 && mu_d == 0.0 {
@@ -716,7 +805,7 @@ impl DemSolver {
                 }
                 let n = elements[k].n_start;
                 let p = nalgebra::Matrix3::identity() - n * n.transpose();
-                let (gt_start, sliding) = match self.history.get(&(c.a[k], c.b[k], c.sub_a[k], c.sub_b[k])) {
+                let (gt_start, sliding) = match self.history.get(&c.key(k)) {
                     Some(h) => {
                         (p * rotate_onto(&h.gt, &h.normal, &n), h.sliding)
                     }

@@ -5,17 +5,22 @@
 //! Layout:
 //!
 //! ```text
-//! /            attrs: format = "stiffgrain-checkpoint", version, solver, dim,
-//!              n_ranks, config (TOML text), step u64, time f64, dt f64,
-//!              n_bodies u64, n_history u64, history_len u32,
+//! /            attrs: format = "stiffgrain-checkpoint", format_version u32 = 2,
+//!              version, solver, dim, n_ranks, config (TOML text), step u64,
+//!              time f64, dt f64, n_bodies u64,
 //!              then, written last: checksum u64, complete u8 = 1
 //! /shapes/<k>  as in frames.h5
 //! /bodies/     id u64, shape u32, material u32, fixed u8, dof_mask u8,
 //!              position N×3, orientation N×4 (w,x,y,z), velocity N×3,
 //!              angular_velocity N×3, mass N, inertia N×9 (body frame, row-major)
-//! /history/    body_a u64, body_b u64, sub_a u32, sub_b u32,
-//!              values Nh×HISTORY_LEN f64   (sorted by (body_a, body_b, sub_a, sub_b))
+//! /solver/     attrs: version u32 (the solver's own record layout), tables
+//!              (names, comma-separated); per table /solver/<name>/ with attrs
+//!              n u64, n_u u32, n_f u32 and datasets key N, u N×n_u u64,
+//!              f N×n_f f64 (sorted by key, then u, then f)
 //! ```
+//!
+//! Format version 1 (before the solver-owned state) kept a fixed 8-wide
+//! `/history` instead of `/solver`: it is refused with its version named.
 //!
 //! `checksum` is a wrapping sum of a 64-bit mix of (dataset, element index,
 //! element bits) over every element, plus a hash of the attributes and shapes:
@@ -32,30 +37,36 @@ use nalgebra::{Matrix3, Quaternion, UnitQuaternion, Vector3};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Number of history values kept per contact (e.g. tangential gap xyz + a force).
-pub const HISTORY_LEN: usize = 8;
+/// Layout of the file written by this build (see the module comment).
+pub const FORMAT_VERSION: u32 = 2;
 
-/// Identifies a contact across steps: the two bodies and their sub-regions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ContactKey {
-    pub body_a: u64,
-    pub body_b: u64,
-    pub sub_a: u32,
-    pub sub_b: u32,
+/// A solver's state beyond the bodies, kept by checkpoints: named tables of
+/// records the solver fills and reads itself (ARCHITECTURE.md "Solver
+/// state"), with a version of their layout the solver checks on restore.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SolverState {
+    pub version: u32,
+    /// (name, records): every rank lists the same tables with the same widths.
+    pub tables: Vec<(String, FlatRecords)>,
 }
 
-/// Per-contact history (the solver decides what the values mean).
-pub type ContactHistory = Vec<(ContactKey, [f64; HISTORY_LEN])>;
+impl SolverState {
+    pub fn new(version: u32) -> Self {
+        Self { version, tables: Vec::new() }
+    }
 
-/// Solver state beyond the bodies that a checkpoint keeps.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CheckpointExtra {
-    /// This rank's owned contacts' history (each contact on exactly one rank).
-    pub history: ContactHistory,
+    pub fn push(&mut self, name: &str, records: FlatRecords) {
+        self.tables.push((name.to_string(), records));
+    }
+
+    /// The table `name`, if the state has it.
+    pub fn table(&self, name: &str) -> Option<&FlatRecords> {
+        self.tables.iter().find(|(n, _)| n == name).map(|(_, r)| r)
+    }
 }
 
 /// A checkpoint as read by one rank: global scalars, and this rank's
-/// contiguous slab of the bodies and of the contact history (sorted). The
+/// contiguous slab of the bodies and of each solver-state table (sorted). The
 /// caller migrates bodies to their owners afterwards.
 #[derive(Clone, Debug)]
 pub struct Checkpoint {
@@ -77,12 +88,8 @@ pub struct Checkpoint {
     pub body_offset: u64,
     /// Bodies in the file.
     pub n_bodies: u64,
-    /// This rank's slab of the contact history, sorted by key.
-    pub history: ContactHistory,
-    /// Global index of `history[0]`.
-    pub history_offset: u64,
-    /// History entries in the file.
-    pub n_history: u64,
+    /// This rank's slab of each table of the solver's state.
+    pub state: SolverState,
 }
 
 /// `dir/checkpoint-NNNNNN.h5` (at least six digits).
@@ -164,7 +171,8 @@ struct Scalars<'a> {
     time: f64,
     dt: f64,
     n_bodies: u64,
-    n_history: u64,
+    /// The solver state's version and (name, rows, n_u, n_f) of its tables.
+    state: (u32, Vec<(String, u64, usize, usize)>),
     shapes: &'a [Shape],
     shape_names: &'a [String],
 }
@@ -174,8 +182,12 @@ fn scalars_hash(s: &Scalars) -> u64 {
     for t in [s.version, s.solver, s.config] {
         h = hash_bytes(h, t.as_bytes());
     }
-    for v in [s.dim as u64, s.step, s.time.to_bits(), s.dt.to_bits(), s.n_bodies, s.n_history, HISTORY_LEN as u64] {
+    for v in [s.dim as u64, s.step, s.time.to_bits(), s.dt.to_bits(), s.n_bodies, FORMAT_VERSION as u64, s.state.0 as u64] {
         h = mix(h ^ v);
+    }
+    for (name, n, nu, nf) in &s.state.1 {
+        h = hash_bytes(h, name.as_bytes());
+        h = mix(h ^ n ^ mix(*nu as u64) ^ mix(mix(*nf as u64)));
     }
     for (k, shape) in s.shapes.iter().enumerate() {
         h = hash_bytes(h, s.shape_names.get(k).map(|x| x.as_bytes()).unwrap_or(b""));
@@ -207,7 +219,7 @@ use crate::parallel::records::{push_body, BODY_NF, BODY_NU};
 /// Collective: writes the complete state to `path` atomically.
 ///
 /// Bodies are the first `n_owned` of `bodies` on each rank (ghosts after them
-/// are ignored); `extra.history` holds this rank's owned contacts only. The
+/// are ignored); `state` holds this rank's share of the solver's tables. The
 /// shapes, config text, solver and dim come from `scene`. The file is written
 /// as `path.tmp` with MPI-IO, closed, fsynced and renamed by rank 0 (the
 /// directory is fsynced too). Call [`prune_checkpoints`] on rank 0 afterwards
@@ -222,7 +234,7 @@ pub fn write_checkpoint<C: Communicator>(
     scene: &Scene,
     bodies: &Bodies,
     n_owned: usize,
-    extra: &CheckpointExtra,
+    state: &SolverState,
 ) -> Result<(), IoError> {
     let check = if n_owned > bodies.len() {
         Err(IoError::Invalid { path: path.to_path_buf(), what: format!("n_owned = {n_owned} but only {} bodies", bodies.len()) })
@@ -250,15 +262,12 @@ pub fn write_checkpoint<C: Communicator>(
         push_body(&mut recs, bodies, i);
     }
     let b = redistribute_sorted(comm, recs);
-    let mut hrecs = FlatRecords::new(4, HISTORY_LEN);
-    for (k, vals) in &extra.history {
-        hrecs.push(k.body_a, &[k.body_a, k.body_b, k.sub_a as u64, k.sub_b as u64], vals);
-    }
-    let h = redistribute_sorted(comm, hrecs);
+    let tables: Vec<(String, Redistributed)> =
+        state.tables.iter().map(|(name, r)| (name.clone(), redistribute_sorted(comm, r.clone()))).collect();
 
     let file = hdf5::File::with_options().with_fapl(|p| p.mpio(comm.as_raw(), None)).create(&tmp).ctx(&tmp, "creating the checkpoint (MPI-IO)");
     let file = agree(comm, file)?;
-    let r = write_contents(comm, &file, &tmp, step, time, dt, scene, &b, &h);
+    let r = write_contents(comm, &file, &tmp, step, time, dt, scene, &b, (state.version, &tables));
     let r = agree(comm, r);
     let closed = agree(comm, file.close().ctx(&tmp, "closing the checkpoint"));
     r?;
@@ -289,7 +298,7 @@ fn write_contents<C: Communicator>(
     dt: f64,
     scene: &Scene,
     b: &Redistributed,
-    h: &Redistributed,
+    (state_version, tables): (u32, &[(String, Redistributed)]),
 ) -> Result<(), IoError> {
     let e = |what: &'static str| move |err: hdf5::Error| IoError::hdf5(p, what, err);
     let sc = Scalars {
@@ -301,13 +310,14 @@ fn write_contents<C: Communicator>(
         time,
         dt,
         n_bodies: b.total,
-        n_history: h.total,
+        state: (state_version, tables.iter().map(|(n, r)| (n.clone(), r.total, r.records.n_u, r.records.n_f)).collect()),
         shapes: &scene.shapes,
         shape_names: &scene.shape_names,
     };
     let mut local_sum = 0u64;
     (|| -> hdf5::Result<()> {
         str_attr(file, "format", "stiffgrain-checkpoint")?;
+        scalar_attr(file, "format_version", &FORMAT_VERSION)?;
         str_attr(file, "version", sc.version)?;
         str_attr(file, "solver", sc.solver)?;
         scalar_attr(file, "dim", &sc.dim)?;
@@ -316,9 +326,7 @@ fn write_contents<C: Communicator>(
         scalar_attr(file, "step", &step)?;
         scalar_attr(file, "time", &time)?;
         scalar_attr(file, "dt", &dt)?;
-        scalar_attr(file, "n_bodies", &b.total)?;
-        scalar_attr(file, "n_history", &h.total)?;
-        scalar_attr(file, "history_len", &(HISTORY_LEN as u32))
+        scalar_attr(file, "n_bodies", &b.total)
     })()
     .map_err(e("writing the attributes"))?;
     write_shapes(comm, file, &scene.shapes, &scene.shape_names).map_err(e("writing /shapes"))?;
@@ -359,24 +367,32 @@ fn write_contents<C: Communicator>(
     })()
     .map_err(e("writing /bodies"))?;
 
-    let hg = file.create_group("history").map_err(e("creating /history"))?;
-    let rh = &h.records;
-    let (off, tot) = (h.offset, h.total);
-    let ucol = |k: usize| -> Vec<u64> { (0..rh.len()).map(|i| rh.u_row(i)[k]).collect() };
+    let sg = file.create_group("solver").map_err(e("creating /solver"))?;
     (|| -> hdf5::Result<()> {
-        for (k, name) in ["body_a", "body_b", "sub_a", "sub_b"].iter().enumerate() {
-            let v = ucol(k);
-            local_sum = local_sum.wrapping_add(sum_elems(&format!("history/{name}"), off, v.iter().copied()));
-            if k < 2 {
-                put(&hg, name, tot, 1, off, &v)?;
-            } else {
-                put(&hg, name, tot, 1, off, &v.iter().map(|&x| x as u32).collect::<Vec<_>>())?;
+        scalar_attr(&sg, "version", &state_version)?;
+        let names: Vec<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
+        str_attr(&sg, "tables", &names.join(","))?;
+        for (name, t) in tables {
+            let (r, off, tot) = (&t.records, t.offset, t.total);
+            let g = sg.create_group(name)?;
+            scalar_attr(&g, "n", &tot)?;
+            scalar_attr(&g, "n_u", &(r.n_u as u32))?;
+            scalar_attr(&g, "n_f", &(r.n_f as u32))?;
+            let path = |d: &str| format!("solver/{name}/{d}");
+            local_sum = local_sum.wrapping_add(sum_elems(&path("key"), off, r.keys.iter().copied()));
+            put(&g, "key", tot, 1, off, &r.keys)?;
+            if r.n_u > 0 {
+                local_sum = local_sum.wrapping_add(sum_elems(&path("u"), off * r.n_u as u64, r.u.iter().copied()));
+                put(&g, "u", tot, r.n_u, off, &r.u)?;
+            }
+            if r.n_f > 0 {
+                local_sum = local_sum.wrapping_add(sum_elems(&path("f"), off * r.n_f as u64, r.f.iter().map(|x| x.to_bits())));
+                put(&g, "f", tot, r.n_f, off, &r.f)?;
             }
         }
-        local_sum = local_sum.wrapping_add(sum_elems("history/values", off * HISTORY_LEN as u64, rh.f.iter().map(|x| x.to_bits())));
-        put(&hg, "values", tot, HISTORY_LEN, off, &rh.f)
+        Ok(())
     })()
-    .map_err(e("writing /history"))?;
+    .map_err(e("writing /solver"))?;
 
     let mut total_sum = 0u64;
     comm.all_reduce_into(&local_sum, &mut total_sum, SystemOperation::sum());
@@ -395,7 +411,7 @@ fn write_contents<C: Communicator>(
 
 /// Collective: reads the checkpoint at `path` on any number of ranks. Rank r
 /// of P gets bodies `[r·N/P, (r+1)·N/P)` (sorted by id) and the same share of
-/// the contact history. A missing, truncated, incomplete or corrupt file gives
+/// each solver-state table. A missing, truncated, incomplete or corrupt file gives
 /// the same kind of error on every rank (never a panic or a hang).
 ///
 /// Each rank opens the file read-only with the serial driver and reads its
@@ -403,7 +419,7 @@ fn write_contents<C: Communicator>(
 /// and on the checksum.
 pub fn read_checkpoint<C: Communicator>(comm: &C, path: &Path) -> Result<Checkpoint, IoError> {
     let local = read_local(path, comm.rank() as u64, comm.size() as u64);
-    let (ck, local_sum, stored) = agree(comm, local)?;
+    let (ck, local_sum, stored, state_rows) = agree(comm, local)?;
     let mut total = 0u64;
     comm.all_reduce_into(&local_sum, &mut total, SystemOperation::sum());
     let sc = Scalars {
@@ -415,7 +431,7 @@ pub fn read_checkpoint<C: Communicator>(comm: &C, path: &Path) -> Result<Checkpo
         time: ck.time,
         dt: ck.dt,
         n_bodies: ck.n_bodies,
-        n_history: ck.n_history,
+        state: (ck.state.version, ck.state.tables.iter().map(|(n, r)| (n.clone(), state_rows[n.as_str()], r.n_u, r.n_f)).collect()),
         shapes: &ck.shapes,
         shape_names: &ck.shape_names,
     };
@@ -452,7 +468,9 @@ fn rows<T: hdf5::H5Type + Copy>(g: &hdf5::Group, name: &str, n: u64, cols: usize
     Ok(v)
 }
 
-fn read_local(path: &Path, rank: u64, size: u64) -> Result<(Checkpoint, u64, u64), IoError> {
+type LocalRead = (Checkpoint, u64, u64, std::collections::HashMap<String, u64>);
+
+fn read_local(path: &Path, rank: u64, size: u64) -> Result<LocalRead, IoError> {
     if let Err(e) = std::fs::metadata(path) {
         return Err(IoError::fs(path, "open the checkpoint", e));
     }
@@ -470,17 +488,23 @@ fn read_local(path: &Path, rank: u64, size: u64) -> Result<(Checkpoint, u64, u64
         return Err(c(format!("not a stiffgrain checkpoint (format = {format:?})")));
     }
     let stored: u64 = file.attr("checksum").and_then(|a| a.read_scalar()).map_err(attr_err("checksum"))?;
-    let history_len: u32 = file.attr("history_len").and_then(|a| a.read_scalar()).map_err(attr_err("history_len"))?;
-    if history_len as usize != HISTORY_LEN {
-        return Err(c(format!("history_len = {history_len}, this build uses {HISTORY_LEN}")));
+    let version = read_str_attr(&file, "version").map_err(attr_err("version"))?;
+    // Files before format_version kept the fixed-width /history (format 1).
+    let format_version: u32 = file.attr("format_version").and_then(|a| a.read_scalar()).unwrap_or(1);
+    if format_version != FORMAT_VERSION {
+        return Err(IoError::Invalid {
+            path: path.to_path_buf(),
+            what: format!(
+                "checkpoint format version {format_version} (written by stiffgrain {version}) cannot be read by this build, which reads format version {FORMAT_VERSION}; restart it with the stiffgrain that wrote it, or start the run again"
+            ),
+        });
     }
     let step: u64 = file.attr("step").and_then(|a| a.read_scalar()).map_err(attr_err("step"))?;
     let time: f64 = file.attr("time").and_then(|a| a.read_scalar()).map_err(attr_err("time"))?;
     let dt: f64 = file.attr("dt").and_then(|a| a.read_scalar()).map_err(attr_err("dt"))?;
     let dim: u8 = file.attr("dim").and_then(|a| a.read_scalar()).map_err(attr_err("dim"))?;
     let n_bodies: u64 = file.attr("n_bodies").and_then(|a| a.read_scalar()).map_err(attr_err("n_bodies"))?;
-    let n_history: u64 = file.attr("n_history").and_then(|a| a.read_scalar()).map_err(attr_err("n_history"))?;
-    let version = read_str_attr(&file, "version").map_err(attr_err("version"))?;
+
     let solver = read_str_attr(&file, "solver").map_err(attr_err("solver"))?;
     let config_text = read_str_attr(&file, "config").map_err(attr_err("config"))?;
     let (shapes, shape_names) = read_shapes(&file).map_err(c)?;
@@ -533,28 +557,34 @@ fn read_local(path: &Path, rank: u64, size: u64) -> Result<(Checkpoint, u64, u64
         });
     }
 
-    let (ha, hb) = slab(n_history, rank, size);
-    let hg = file.group("history").map_err(|e| c(format!("group /history: {e}")))?;
-    let mut keys: Vec<Vec<u64>> = Vec::new();
-    for (k, name) in ["body_a", "body_b", "sub_a", "sub_b"].iter().enumerate() {
-        let v: Vec<u64> = if k < 2 {
-            rows::<u64>(&hg, name, n_history, 1, ha, hb).map_err(c)?
-        } else {
-            rows::<u32>(&hg, name, n_history, 1, ha, hb).map_err(c)?.into_iter().map(u64::from).collect()
+    let sg = file.group("solver").map_err(|e| c(format!("group /solver: {e}")))?;
+    let state_version: u32 = sg.attr("version").and_then(|a| a.read_scalar()).map_err(attr_err("solver/version"))?;
+    let names = read_str_attr(&sg, "tables").map_err(attr_err("solver/tables"))?;
+    let mut state = SolverState::new(state_version);
+    let mut state_rows = std::collections::HashMap::new();
+    for name in names.split(',').filter(|n| !n.is_empty()) {
+        let g = sg.group(name).map_err(|e| c(format!("group /solver/{name}: {e}")))?;
+        let attr = |a: &str| -> Result<u64, IoError> {
+            let v: hdf5::Result<u64> = g.attr(a).and_then(|x| x.read_scalar::<u64>().or_else(|_| x.read_scalar::<u32>().map(u64::from)));
+            v.map_err(|e| c(format!("/solver/{name} attribute {a}: {e}")))
         };
-        sum = sum.wrapping_add(sum_elems(&format!("history/{name}"), ha, v.iter().copied()));
-        keys.push(v);
+        let (n, nu, nf) = (attr("n")?, attr("n_u")? as usize, attr("n_f")? as usize);
+        let (ta, tb) = slab(n, rank, size);
+        let path = |d: &str| format!("solver/{name}/{d}");
+        let mut recs = FlatRecords::new(nu, nf);
+        recs.keys = rows::<u64>(&g, "key", n, 1, ta, tb).map_err(c)?;
+        sum = sum.wrapping_add(sum_elems(&path("key"), ta, recs.keys.iter().copied()));
+        if nu > 0 {
+            recs.u = rows::<u64>(&g, "u", n, nu, ta, tb).map_err(c)?;
+            sum = sum.wrapping_add(sum_elems(&path("u"), ta * nu as u64, recs.u.iter().copied()));
+        }
+        if nf > 0 {
+            recs.f = rows::<f64>(&g, "f", n, nf, ta, tb).map_err(c)?;
+            sum = sum.wrapping_add(sum_elems(&path("f"), ta * nf as u64, recs.f.iter().map(|x| x.to_bits())));
+        }
+        state.push(name, recs);
+        state_rows.insert(name.to_string(), n);
     }
-    let values = rows::<f64>(&hg, "values", n_history, HISTORY_LEN, ha, hb).map_err(c)?;
-    sum = sum.wrapping_add(sum_elems("history/values", ha * HISTORY_LEN as u64, values.iter().map(|x| x.to_bits())));
-    let history = (0..(hb - ha) as usize)
-        .map(|i| {
-            let key = ContactKey { body_a: keys[0][i], body_b: keys[1][i], sub_a: keys[2][i] as u32, sub_b: keys[3][i] as u32 };
-            let mut v = [0.0; HISTORY_LEN];
-            v.copy_from_slice(&values[HISTORY_LEN * i..HISTORY_LEN * (i + 1)]);
-            (key, v)
-        })
-        .collect();
 
     let ck = Checkpoint {
         path: path.to_path_buf(),
@@ -570,11 +600,9 @@ fn read_local(path: &Path, rank: u64, size: u64) -> Result<(Checkpoint, u64, u64
         bodies,
         body_offset: a,
         n_bodies,
-        history,
-        history_offset: ha,
-        n_history,
+        state,
     };
-    Ok((ck, sum, stored))
+    Ok((ck, sum, stored, state_rows))
 }
 
 /// Reads `/shapes/0..` in index order.

@@ -16,14 +16,16 @@
 //!                concatenated in id order (only when the scene has meshes),
 //!            (+) mesh_triangles Mt×3 u64: triangles indexing mesh_vertices,
 //!            (+) mesh_body Mv u64: id of the body each mesh vertex belongs to
-//!  contacts/ body_a u64, body_b u64, point Nc×3, normal Nc×3 (from a to b),
-//!            gap Nc, force_normal Nc, force_tangent Nc×3,
-//!            (+) sub_a u32, sub_b u32: sub-region ids (face/edge/vertex) on a and b,
-//!            (+) force_compatible Nc f64: the compatible normal force (only
-//!                for solver = "compatible-cd"; force_normal stays the CD force)
+//!  contacts/ one dataset per column of the frame's [`ContactTable`]:
+//!            body_a u64, body_b u64, (+) sub_a u32, sub_b u32 (sub-region
+//!            ids, face/edge/vertex, on a and b), point Nc×3, normal Nc×3
+//!            (from a to b), gap Nc, force_normal Nc, force_tangent Nc×3,
+//!            then the solver's own fields (compatible-cd: force_compatible
+//!            Nc, the compatible normal force; force_normal stays CD's)
 //! ```
 use super::h5raw::write_rows_collective;
 use super::redistribute::{redistribute_sorted, FlatRecords};
+use super::table::{ColumnData, ContactTable};
 use super::xdmf::{write_xdmf, FrameInfo};
 use super::{agree, H5Context, IoError};
 use crate::body::{Bodies, Shape};
@@ -34,103 +36,6 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::path::{Path, PathBuf};
-
-/// One contact as plain values (what the contact stage hands to output).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ContactRecord {
-    pub body_a: u64,
-    pub body_b: u64,
-    /// Sub-region (face/edge/vertex) id on body a.
-    pub sub_a: u32,
-    /// Sub-region id on body b.
-    pub sub_b: u32,
-    pub point: Vector3<f64>,
-    /// Unit normal from a to b.
-    pub normal: Vector3<f64>,
-    pub gap: f64,
-    pub force_normal: f64,
-    pub force_tangent: Vector3<f64>,
-    /// Compatible normal force (compatible-cd; 0 where not computed).
-    pub force_compatible: f64,
-}
-
-/// Contacts owned by this rank, as struct-of-arrays. Pass only owned contacts
-/// (a contact is owned by the rank owning its smaller body id), so that each
-/// contact is written once.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ContactRecords {
-    pub body_a: Vec<u64>,
-    pub body_b: Vec<u64>,
-    pub sub_a: Vec<u32>,
-    pub sub_b: Vec<u32>,
-    pub point: Vec<Vector3<f64>>,
-    pub normal: Vec<Vector3<f64>>,
-    pub gap: Vec<f64>,
-    pub force_normal: Vec<f64>,
-    pub force_tangent: Vec<Vector3<f64>>,
-    pub force_compatible: Vec<f64>,
-}
-
-impl ContactRecords {
-    /// No contacts.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Number of contacts.
-    pub fn len(&self) -> usize {
-        self.body_a.len()
-    }
-
-    /// True when there are no contacts.
-    pub fn is_empty(&self) -> bool {
-        self.body_a.is_empty()
-    }
-
-    /// Appends one contact.
-    pub fn push(&mut self, c: ContactRecord) {
-        self.body_a.push(c.body_a);
-        self.body_b.push(c.body_b);
-        self.sub_a.push(c.sub_a);
-        self.sub_b.push(c.sub_b);
-        self.point.push(c.point);
-        self.normal.push(c.normal);
-        self.gap.push(c.gap);
-        self.force_normal.push(c.force_normal);
-        self.force_tangent.push(c.force_tangent);
-        self.force_compatible.push(c.force_compatible);
-    }
-
-    /// Contact `i` as plain values.
-    pub fn get(&self, i: usize) -> ContactRecord {
-        ContactRecord {
-            body_a: self.body_a[i],
-            body_b: self.body_b[i],
-            sub_a: self.sub_a[i],
-            sub_b: self.sub_b[i],
-            point: self.point[i],
-            normal: self.normal[i],
-            gap: self.gap[i],
-            force_normal: self.force_normal[i],
-            force_tangent: self.force_tangent[i],
-            force_compatible: self.force_compatible[i],
-        }
-    }
-
-    /// Removes all contacts, keeping the allocations.
-    pub fn clear(&mut self) {
-        self.body_a.clear();
-        self.body_b.clear();
-        self.sub_a.clear();
-        self.sub_b.clear();
-        self.point.clear();
-        self.normal.clear();
-        self.gap.clear();
-        self.force_normal.clear();
-        self.force_tangent.clear();
-        self.force_compatible.clear();
-    }
-}
 
 /// Name of the group of frame `step` under `/frames`: zero-padded so that
 /// lexical order is time order.
@@ -147,8 +52,6 @@ pub struct FrameWriter {
     file: hdf5::File,
     shapes: Vec<Shape>,
     has_meshes: bool,
-    /// Write `contacts/force_compatible` (solver = "compatible-cd").
-    compatible: bool,
     frames: Vec<FrameInfo>,
 }
 
@@ -172,8 +75,7 @@ impl FrameWriter {
             .ctx(&path, "creating the file (MPI-IO)");
         let file = agree(&comm, file)?;
         let has_meshes = scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_)));
-        let compatible = scene.simulation.solver == crate::scene::SolverKind::CompatibleCd;
-        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, compatible, frames: Vec::new() };
+        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, frames: Vec::new() };
         let r = w.write_header(scene);
         agree(&w.comm, r)?;
         let r = w.update_xdmf();
@@ -224,8 +126,7 @@ impl FrameWriter {
         })();
         let frames = agree(&comm, r)?;
         let has_meshes = scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_)));
-        let compatible = scene.simulation.solver == crate::scene::SolverKind::CompatibleCd;
-        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, compatible, frames };
+        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, frames };
         let r = w.update_xdmf();
         agree(&w.comm, r)?;
         Ok(w)
@@ -260,7 +161,7 @@ impl FrameWriter {
         dt: f64,
         bodies: &Bodies,
         n_owned: usize,
-        contacts: &ContactRecords,
+        contacts: &ContactTable,
     ) -> Result<(), IoError> {
         let r = self.check_input(bodies, n_owned);
         agree(&self.comm, r)?;
@@ -274,17 +175,7 @@ impl FrameWriter {
             recs.push(bodies.id[i], &[bodies.id[i], bodies.shape[i] as u64, bodies.fixed[i] as u64], &f);
         }
         let b = redistribute_sorted(&self.comm, recs);
-        // Contacts: key body_a; u = [a, b, sub_a, sub_b]; f = point, normal, gap, fn, ft, f_compatible.
-        let mut crecs = FlatRecords::new(4, 12);
-        for i in 0..contacts.len() {
-            let c = contacts.get(i);
-            let f = [
-                c.point.x, c.point.y, c.point.z, c.normal.x, c.normal.y, c.normal.z, c.gap, c.force_normal,
-                c.force_tangent.x, c.force_tangent.y, c.force_tangent.z, c.force_compatible,
-            ];
-            crecs.push(c.body_a, &[c.body_a, c.body_b, c.sub_a as u64, c.sub_b as u64], &f);
-        }
-        let c = redistribute_sorted(&self.comm, crecs);
+        let c = contacts.sorted(&self.comm);
 
         // Mesh vertices/triangles of this rank's block, and their global offsets.
         let (mut mv, mut mt, mut mb) = (Vec::<f64>::new(), Vec::<u64>::new(), Vec::<u64>::new());
@@ -349,7 +240,7 @@ impl FrameWriter {
         time: f64,
         dt: f64,
         b: &super::redistribute::Redistributed,
-        c: &super::redistribute::Redistributed,
+        c: &(ContactTable, u64, u64),
         mesh: (&[f64], &[u64], &[u64]),
         moff: (u64, u64, u64, u64),
     ) -> Result<(), IoError> {
@@ -384,23 +275,15 @@ impl FrameWriter {
             put(&bg, "mesh_body", v_tot, 1, v_off, mesh.2).map_err(w)?;
         }
 
-        let rc = &c.records;
-        let nc = rc.len();
-        let (off, tot) = (c.offset, c.total);
+        let (table, off, tot) = c;
         let cg = g.create_group("contacts").map_err(w)?;
-        let col = |k: usize| -> Vec<u64> { (0..nc).map(|i| rc.u_row(i)[k]).collect() };
-        let fcols = |a: usize, m: usize| -> Vec<f64> { (0..nc).flat_map(|i| rc.f_row(i)[a..a + m].to_vec()).collect() };
-        put(&cg, "body_a", tot, 1, off, &col(0)).map_err(w)?;
-        put(&cg, "body_b", tot, 1, off, &col(1)).map_err(w)?;
-        put(&cg, "sub_a", tot, 1, off, &col(2).iter().map(|&s| s as u32).collect::<Vec<_>>()).map_err(w)?;
-        put(&cg, "sub_b", tot, 1, off, &col(3).iter().map(|&s| s as u32).collect::<Vec<_>>()).map_err(w)?;
-        put(&cg, "point", tot, 3, off, &fcols(0, 3)).map_err(w)?;
-        put(&cg, "normal", tot, 3, off, &fcols(3, 3)).map_err(w)?;
-        put(&cg, "gap", tot, 1, off, &fcols(6, 1)).map_err(w)?;
-        put(&cg, "force_normal", tot, 1, off, &fcols(7, 1)).map_err(w)?;
-        put(&cg, "force_tangent", tot, 3, off, &fcols(8, 3)).map_err(w)?;
-        if self.compatible {
-            put(&cg, "force_compatible", tot, 1, off, &fcols(11, 1)).map_err(w)?;
+        for col in &table.columns {
+            match &col.data {
+                ColumnData::U64(v) => put(&cg, &col.name, *tot, col.width, *off, v),
+                ColumnData::U32(v) => put(&cg, &col.name, *tot, col.width, *off, v),
+                ColumnData::F64(v) => put(&cg, &col.name, *tot, col.width, *off, v),
+            }
+            .map_err(w)?;
         }
         self.file.flush().map_err(w)?;
         Ok(())

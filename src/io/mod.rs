@@ -7,15 +7,17 @@
 pub mod checkpoint;
 pub mod frames;
 pub mod redistribute;
+pub mod table;
 pub mod xdmf;
 
 mod h5raw;
 
 pub use checkpoint::{
-    checkpoint_path, list_checkpoints, prune_checkpoints, read_checkpoint, write_checkpoint, Checkpoint,
-    CheckpointExtra, ContactHistory, ContactKey, HISTORY_LEN,
+    checkpoint_path, list_checkpoints, prune_checkpoints, read_checkpoint, write_checkpoint, Checkpoint, SolverState,
+    FORMAT_VERSION,
 };
-pub use frames::{ContactRecord, ContactRecords, FrameWriter};
+pub use frames::FrameWriter;
+pub use table::{Column, ColumnData, ContactTable};
 pub use redistribute::{redistribute_sorted, FlatRecords, Redistributed};
 
 use mpi::traits::*;

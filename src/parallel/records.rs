@@ -106,6 +106,53 @@ pub fn send_to<C: Communicator>(comm: &C, recs: &FlatRecords, dest: &[usize]) ->
     }
 }
 
+
+/// Asks every rank (this one too when `to_self`) about each query record;
+/// a rank answers a query through `answer(key, u, f, reply)` with any
+/// number of records of `reply_widths` (integer, float fields) — the
+/// ranks that own the thing asked about answer, the others stay silent.
+/// Returns the replies to this rank's queries, keyed by the query's index.
+/// Collective (the "ask the owners" query of migrations and restarts).
+pub fn ask_all<C: Communicator>(
+    comm: &C,
+    queries: &FlatRecords,
+    to_self: bool,
+    reply_widths: (usize, usize),
+    mut answer: impl FnMut(u64, &[u64], &[f64], &mut FlatRecords),
+) -> FlatRecords {
+    let (me, size) = (comm.rank() as usize, comm.size() as usize);
+    let nu = queries.n_u;
+    // Query fields, then the asker and the query's index.
+    let mut q = FlatRecords::new(nu + 2, queries.n_f);
+    let mut dest = Vec::new();
+    let mut u = Vec::with_capacity(nu + 2);
+    for i in 0..queries.len() {
+        for r in (0..size).filter(|&r| to_self || r != me) {
+            u.clear();
+            u.extend_from_slice(queries.u_row(i));
+            u.extend_from_slice(&[me as u64, i as u64]);
+            q.push(queries.keys[i], &u, queries.f_row(i));
+            dest.push(r);
+        }
+    }
+    let got = send_to(comm, &q, &dest);
+    let mut reply = FlatRecords::new(reply_widths.0, reply_widths.1);
+    let mut back = Vec::new();
+    let mut one = FlatRecords::new(reply_widths.0, reply_widths.1);
+    for k in 0..got.len() {
+        let u = got.u_row(k);
+        one.keys.clear();
+        one.u.clear();
+        one.f.clear();
+        answer(got.keys[k], &u[..nu], got.f_row(k), &mut one);
+        for j in 0..one.len() {
+            reply.push(u[nu + 1], one.u_row(j), one.f_row(j));
+            back.push(u[nu] as usize);
+        }
+    }
+    send_to(comm, &reply, &back)
+}
+
 /// Alltoallv of `width` values per record: `send_n[r]` records go to rank r,
 /// `recv_n[r]` come from it.
 pub fn alltoallv<C: Communicator, T: Equivalence + Default + Clone>(

@@ -68,7 +68,13 @@ pub struct Simulation {
     pub t_end: f64,
     pub dt: f64,
     pub gravity: Vector3<f64>,
+    /// Stop once the largest body speed (|v| + |ω| · bounding radius) has
+    /// stayed below this for [`STATIC_STEPS`] steps (None: run to t_end).
+    pub until_static: Option<f64>,
 }
+
+/// Consecutive quiet steps that make a run static (`until_static`).
+pub const STATIC_STEPS: u64 = 10;
 
 /// Where and how often a run writes.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,6 +88,8 @@ pub struct Output {
     pub checkpoint_keep: usize,
     /// Steps between thermo lines.
     pub thermo_every: u64,
+    /// Wall-clock seconds after which a thermo line is printed anyway.
+    pub thermo_seconds: f64,
 }
 
 /// How the `cd` solver solves its contact problem each step.
@@ -316,6 +324,24 @@ pub struct Scene {
 }
 
 impl Scene {
+    /// Relative stiffness k̃ of a contact between materials `a` and `b` (a
+    /// wall uses its own): the `[[compatibility.stiffness]]` entry of the
+    /// pair if any, else, when both have a Young's modulus, the series
+    /// combination 1/(1/E_a + 1/E_b) divided by E_max/2 (E_max the largest
+    /// modulus of the scene; only ratios matter), else 1.
+    pub fn pair_stiffness(&self, a: u32, b: u32) -> f64 {
+        let pair = (a.min(b), a.max(b));
+        if let Some((_, k)) = self.compat.pair_stiffness.iter().find(|(q, _)| *q == pair) {
+            return *k;
+        }
+        let e_max = self.materials.iter().filter_map(|m| m.young).fold(0.0f64, f64::max);
+        let young = |m: u32| self.materials.get(m as usize).and_then(|m| m.young);
+        match (young(a), young(b)) {
+            (Some(ea), Some(eb)) if e_max > 0.0 => (1.0 / (1.0 / ea + 1.0 / eb)) / (0.5 * e_max),
+            _ => 1.0,
+        }
+    }
+
     /// The box the ranks divide: the bodies' bounding box, replaced by the
     /// periodic box on periodic axes.
     pub fn domain_box(&self) -> (Vector3<f64>, Vector3<f64>) {

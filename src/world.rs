@@ -1,0 +1,325 @@
+//! The state of a run on one rank (ARCHITECTURE.md "One time step", stages 1
+//! and 2): owned bodies then ghosts, the process grid, the neighbour lists,
+//! this step's contacts and their forces. The driver moves it through the
+//! stages; a solver reads it in `step` and may re-detect or roll it back in
+//! its hooks (the DEM's night-owl search).
+use crate::body::{Bodies, Shape};
+use crate::contact::{self, ContactShapes, Contacts, DetectParams, VerletList, WALL_INDEX};
+use crate::io::ContactTable;
+use crate::parallel::domain::Domain;
+use crate::parallel::exchange::{self, Layout};
+use crate::parallel::records::{send_to, FlatRecords};
+use crate::parallel::{self, Comm};
+use crate::scene::{Scene, Wall};
+use crate::solver::ContactForces;
+use crate::timers::Timers;
+use mpi::traits::*;
+use nalgebra::Vector3;
+use std::collections::BTreeMap;
+
+/// One rank's share of the scene and of the step's contacts.
+pub struct World<'a> {
+    pub comm: &'a Comm,
+    pub scene: &'a Scene,
+    pub domain: Domain,
+    pub bodies: Bodies,
+    pub layout: Layout,
+    pub shapes: ContactShapes,
+    pub contacts: Contacts,
+    pub forces: ContactForces,
+    verlet: VerletList,
+    pub params: DetectParams,
+    /// Owned positions when the ghost lists were last built.
+    reference: Vec<Vector3<f64>>,
+    pub timers: Timers,
+    /// Neighbour-list rebuilds (migrate + borders) so far (the same on every rank).
+    pub rebuilds: u64,
+    /// RCB rebalances so far.
+    pub rebalances: u64,
+    /// Per contact of `contacts`: (a fixed, b fixed or a wall), taken at
+    /// detection — a search after the step may migrate bodies and leave the
+    /// step's local indices stale before the reactions are summed.
+    contact_fixed: Vec<(bool, bool)>,
+    /// Contacts already detected for the configuration at the end of the
+    /// last step (a solver's search), used instead of a new detection.
+    next: Option<(Contacts, Vec<(bool, bool)>)>,
+    /// The scene's walls, those removed by now (`until`) marked: indices
+    /// stay stable, so wall ids are 2^63 + index throughout.
+    walls: Vec<Wall>,
+}
+
+/// Contact force on a fixed body or a wall (walls: id = 2^63 + index).
+#[derive(Debug, serde::Serialize)]
+pub struct Reaction {
+    pub body: u64,
+    pub force: [f64; 3],
+}
+
+impl<'a> World<'a> {
+    /// Distributes `bodies` (any subset per rank, e.g. the whole scene on
+    /// every rank, or a checkpoint slab) to their owners.
+    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, whole_scene_everywhere: bool) -> Self {
+        let (lo, hi) = scene.domain_box();
+        let domain = Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim);
+        let mut bodies = bodies;
+        let me = comm.rank() as usize;
+        if whole_scene_everywhere {
+            bodies.retain(|b| domain.owner(&b.position) == me);
+        }
+        let n = bodies.len();
+        let mut world = World {
+            comm,
+            scene,
+            domain,
+            bodies,
+            layout: Layout::default(),
+            shapes: ContactShapes::new(&scene.shapes),
+            contacts: Contacts::new(),
+            forces: ContactForces::default(),
+            verlet: VerletList::new(),
+            params: DetectParams { entity_lists: scene.contact.entity_lists, ..DetectParams::new(scene.contact.skin, scene.contact.distance) },
+            reference: Vec::new(),
+            timers: Timers::default(),
+            rebuilds: 0,
+            rebalances: 0,
+            contact_fixed: Vec::new(),
+            next: None,
+            walls: scene.walls.clone(),
+        };
+        world.layout.n_owned = n;
+        world.neighbours(true);
+        world
+    }
+
+    /// Candidate pairs (body–body and body–wall) in this rank's Verlet list.
+    pub fn candidate_pairs(&self) -> usize {
+        self.verlet.pairs().len() + self.verlet.wall_pairs().len()
+    }
+
+    pub fn n_owned(&self) -> usize {
+        self.layout.n_owned
+    }
+
+    /// A copy of the owned bodies (no ghosts).
+    pub fn owned_bodies(&self) -> Bodies {
+        let mut b = self.bodies.clone();
+        b.truncate(self.layout.n_owned);
+        b
+    }
+
+    /// Stage 1: migrate and rebuild ghosts when some body (anywhere) moved
+    /// more than half the skin since the last rebuild, else refresh ghosts.
+    pub fn neighbours(&mut self, force: bool) {
+        let n = self.layout.n_owned;
+        let moved = (0..n.min(self.reference.len()))
+            .map(|i| (self.bodies.position[i] - self.reference[i]).norm())
+            .fold(0.0, f64::max);
+        let stale = force || self.reference.len() != n || moved > 0.5 * self.params.skin;
+        if parallel::all_ok(self.comm, !stale) {
+            self.timers.time("ghost_exchange", || exchange::forward(self.comm, &mut self.bodies, &self.layout));
+            return;
+        }
+        self.bodies.truncate(n);
+        if let Some(per) = &self.scene.periodic {
+            for p in &mut self.bodies.position {
+                *p = per.wrap(p);
+            }
+        }
+        self.rebalance();
+        let (comm, domain) = (self.comm, &self.domain);
+        let bodies = &mut self.bodies;
+        self.timers.time("migration", || exchange::migrate(comm, domain, bodies, n));
+        let n = bodies.len();
+        let extra = self.params.skin + self.params.contact_distance;
+        let shapes = &self.scene.shapes;
+        let periodic = self.scene.periodic.as_ref();
+        self.layout =
+            self.timers.time("ghost_exchange", || exchange::borders(comm, domain, bodies, n, shapes, extra, periodic));
+        self.reference = self.bodies.position[..n].to_vec();
+        self.verlet.invalidate();
+        self.rebuilds += 1;
+    }
+
+    /// Recomputes the rank boxes by RCB when the body counts are uneven.
+    fn rebalance(&mut self) {
+        let size = self.comm.size() as usize;
+        if size == 1 {
+            return;
+        }
+        let n = self.layout.n_owned as f64;
+        let (max, mean) = (parallel::max_f64(self.comm, n), parallel::sum_f64(self.comm, n) / size as f64);
+        if mean <= 0.0 || max / mean <= self.scene.imbalance {
+            return;
+        }
+        let positions = &self.bodies.position[..self.layout.n_owned];
+        self.domain = self.timers.time("migration", || Domain::rcb(self.comm, positions, self.scene.simulation.dim));
+        self.rebalances += 1;
+        log::info!("rebalanced by RCB: max/mean bodies per rank was {:.2}", max / mean);
+    }
+
+    /// Marks the walls removed at time `t` (t >= until, within 1e-9 dt so
+    /// a step ending on `until` counts); the next detection drops them
+    /// (the Verlet list sees the change and rebuilds). The same on every rank.
+    pub fn set_time(&mut self, t: f64) {
+        let tol = 1e-9 * self.scene.simulation.dt;
+        for (k, w) in self.walls.iter_mut().enumerate() {
+            let removed = t >= w.until - tol;
+            if removed && !w.removed && self.comm.rank() == 0 {
+                log::info!("wall[{k}] removed at t = {t:e} (until = {:e})", w.until);
+            }
+            w.removed = removed;
+        }
+    }
+
+    /// Stage 2: contacts of the owned bodies (each contact on one rank),
+    /// or those a solver's search already found for this configuration.
+    pub fn detect(&mut self) {
+        if let Some((c, f)) = self.next.take() {
+            self.contacts = c;
+            self.contact_fixed = f;
+            return;
+        }
+        let (b, n, s, w, p) = (&self.bodies, self.layout.n_owned, &self.shapes, &self.walls, &self.params);
+        let (verlet, out) = (&mut self.verlet, &mut self.contacts);
+        // The Verlet build is the broad phase; detect() then only runs the
+        // narrow phase on the stored pairs.
+        if verlet.is_stale(b, w, p) {
+            self.timers.time("broad_phase", || verlet.build(b, s, w, p));
+        }
+        self.timers.time("narrow_phase", || contact::detect(b, n, s, w, p, verlet, out));
+        self.refresh_fixed();
+    }
+
+    /// Stages 1 and 2 at the start of a step: neighbours and contacts,
+    /// unless a solver's search already found them at this configuration.
+    pub fn update_contacts(&mut self) {
+        if self.next.is_none() {
+            self.neighbours(false);
+        }
+        self.detect();
+    }
+
+    /// The contacts [`World::detect_next`] found, until the next detection.
+    pub fn next_contacts(&self) -> Option<&Contacts> {
+        self.next.as_ref().map(|(c, _)| c)
+    }
+
+    /// Detects the contacts at the present configuration into a separate
+    /// list (neighbour lists refreshed first), leaving the step's contacts
+    /// and forces in place; the list is used by the next [`World::detect`].
+    /// Collective.
+    pub fn detect_next(&mut self) {
+        let step_list = std::mem::take(&mut self.contacts);
+        let step_fixed = std::mem::take(&mut self.contact_fixed);
+        self.next = None;
+        self.neighbours(false);
+        self.detect();
+        let new_list = std::mem::replace(&mut self.contacts, step_list);
+        let new_fixed = std::mem::replace(&mut self.contact_fixed, step_fixed);
+        self.next = Some((new_list, new_fixed));
+    }
+
+    /// Drops the contacts for which `drop` is true (before a solver step).
+    pub fn drop_contacts(&mut self, drop: impl Fn(usize) -> bool) {
+        self.contacts.retain(|k| !drop(k));
+        self.refresh_fixed();
+    }
+
+    /// `contact_fixed` of the current contacts: whether each side is fixed.
+    fn refresh_fixed(&mut self) {
+        let (b, c) = (&self.bodies, &self.contacts);
+        self.contact_fixed.clear();
+        self.contact_fixed
+            .extend(c.ia.iter().zip(&c.ib).map(|(&ia, &ib)| (b.fixed[ia], ib == WALL_INDEX || b.fixed[ib])));
+    }
+
+    /// True for a contact of `list` between two bodies at least one of
+    /// which is a mesh (no wall): its closest-point projection can land on
+    /// the far side of a thin tip or in a concave region.
+    pub fn is_mesh_pair(&self, list: &Contacts, k: usize) -> bool {
+        let (ia, ib) = (list.ia[k], list.ib[k]);
+        ib != WALL_INDEX && [ia, ib].iter().any(|&i| matches!(self.shapes.shape(self.bodies.shape[i]), Shape::Mesh(_)))
+    }
+
+    /// Back to `start` (the owned bodies at the start of a step) with
+    /// contacts detected out to `distance`: neighbour lists rebuilt so the
+    /// ghost halo reaches that far, then the normal distance again. Bodies
+    /// that drifted across a rank boundary migrate: read the owned bodies
+    /// back with [`World::owned_bodies`].
+    pub fn roll_back(&mut self, start: &Bodies, distance: f64) {
+        self.bodies = start.clone();
+        self.layout.n_owned = start.len();
+        self.next = None;
+        let normal = self.params.contact_distance;
+        self.params.contact_distance = distance;
+        self.neighbours(true);
+        self.detect();
+        self.params.contact_distance = normal;
+    }
+
+    /// The contacts with their forces as named output columns; `extra`
+    /// adds a solver's own per-contact fields.
+    pub fn contact_table(&self, extra: &[crate::solver::ContactField]) -> ContactTable {
+        let c = &self.contacts;
+        let n = c.len();
+        let mut t = ContactTable::new(n);
+        t.u64("body_a", 1, c.a.clone());
+        t.u64("body_b", 1, c.b.clone());
+        t.u32("sub_a", c.sub_a.clone());
+        t.u32("sub_b", c.sub_b.clone());
+        t.f64("point", 3, c.point.iter().flat_map(|p| [p.x, p.y, p.z]).collect());
+        t.f64("normal", 3, c.normal.iter().flat_map(|p| [p.x, p.y, p.z]).collect());
+        t.f64("gap", 1, c.gap.clone());
+        t.f64("force_normal", 1, (0..n).map(|k| self.forces.f_n.get(k).copied().unwrap_or(0.0)).collect());
+        let ft = |k: usize| self.forces.f_t.get(k).copied().unwrap_or_else(Vector3::zeros);
+        t.f64("force_tangent", 3, (0..n).flat_map(|k| ft(k).as_slice().to_vec()).collect());
+        for field in extra {
+            t.f64(field.name, field.width, field.values.clone());
+        }
+        t
+    }
+
+    /// Total contact force on every fixed body and wall, gathered on every
+    /// rank, sorted by id. `normal` replaces the step's normal forces when
+    /// a solver reports others (compatible-cd). Collective.
+    pub fn reactions(&self, normal: Option<&[f64]>) -> Vec<Reaction> {
+        let mut local: BTreeMap<u64, Vector3<f64>> = BTreeMap::new();
+        let normal = normal.unwrap_or(&self.forces.f_n);
+        for (k, c) in self.contacts.iter().enumerate() {
+            let f = c.normal * normal.get(k).copied().unwrap_or(0.0)
+                + self.forces.f_t.get(k).copied().unwrap_or_else(Vector3::zeros);
+            let (fixed_a, fixed_b) = self.contact_fixed[k];
+            if fixed_b {
+                *local.entry(c.b).or_insert_with(Vector3::zeros) += f;
+            }
+            if fixed_a {
+                *local.entry(c.a).or_insert_with(Vector3::zeros) -= f;
+            }
+        }
+        let mut recs = FlatRecords::new(0, 3);
+        for (id, f) in &local {
+            recs.push(*id, &[], f.as_slice());
+        }
+        // Everything to rank 0, summed there in id order, then broadcast.
+        let got = send_to(self.comm, &recs, &vec![0; recs.len()]);
+        let mut sum: BTreeMap<u64, Vector3<f64>> = BTreeMap::new();
+        for i in 0..got.len() {
+            let f = got.f_row(i);
+            *sum.entry(got.keys[i]).or_insert_with(Vector3::zeros) += Vector3::new(f[0], f[1], f[2]);
+        }
+        let mut flat: Vec<f64> = sum.iter().flat_map(|(id, f)| [f64::from_bits(*id), f.x, f.y, f.z]).collect();
+        let mut len = flat.len() as u64;
+        let root = self.comm.process_at_rank(0);
+        root.broadcast_into(&mut len);
+        flat.resize(len as usize, 0.0);
+        if len > 0 {
+            root.broadcast_into(&mut flat[..]);
+        }
+        flat.chunks(4).map(|c| Reaction { body: c[0].to_bits(), force: [c[1], c[2], c[3]] }).collect()
+    }
+
+    /// Kinetic energy of all bodies (collective).
+    pub fn kinetic_energy(&self) -> f64 {
+        parallel::sum_f64(self.comm, self.bodies.kinetic_energy(self.layout.n_owned))
+    }
+}
