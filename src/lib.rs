@@ -14,6 +14,7 @@ pub mod io;
 pub mod logging;
 pub mod parallel;
 pub mod petsc;
+pub mod registry;
 pub mod scene;
 pub mod solver;
 pub mod timers;

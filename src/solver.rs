@@ -9,8 +9,8 @@ use crate::io::SolverState;
 use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::scene::Scene;
-use crate::world::World;
-use nalgebra::Vector3;
+pub use crate::io::ContactField;
+pub use crate::world::{ContactForces, World};
 
 /// Everything a solver reads in one step. Bodies `0..layout.n_owned` are
 /// owned, the rest are ghosts (read-only copies of other ranks' bodies).
@@ -28,14 +28,6 @@ pub struct StepContext<'a> {
     /// The step's results are written (a frame, or the end of the run): a
     /// solver computes the diagnostics it only needs for output now.
     pub output: bool,
-}
-
-/// Forces of the contacts of one step, in `Contacts` order: the force on
-/// body b is `f_n · normal + f_t`, on body a its opposite.
-#[derive(Clone, Debug, Default)]
-pub struct ContactForces {
-    pub f_n: Vec<f64>,
-    pub f_t: Vec<Vector3<f64>>,
 }
 
 /// What a step reports for the thermo line and summary.json.
@@ -76,15 +68,6 @@ pub enum Review {
     /// Take the step again from its start with this Δt: the solver has put
     /// back its own state and the world (bodies, contacts) already.
     Redo { dt: f64 },
-}
-
-/// A per-contact output field a solver contributes to frames, `width`
-/// values per contact in `Contacts` order.
-#[derive(Clone, Debug)]
-pub struct ContactField {
-    pub name: &'static str,
-    pub width: usize,
-    pub values: Vec<f64>,
 }
 
 /// A solver failure; the run writes a last checkpoint and stops.
@@ -170,15 +153,5 @@ pub trait Solver {
     /// Collective.
     fn summary(&self, _comm: &Comm) -> serde_json::Map<String, serde_json::Value> {
         serde_json::Map::new()
-    }
-}
-
-/// The solver of the scene: the registration line of each physics.
-pub fn make_solver(scene: &Scene) -> Box<dyn Solver> {
-    use crate::scene::SolverKind;
-    match scene.simulation.solver {
-        SolverKind::Cd => Box::new(crate::cd::CdSolver::new()),
-        SolverKind::CompatibleCd => Box::new(crate::compat::CompatibleCdSolver::new()),
-        SolverKind::Dem => Box::new(crate::dem::DemSolver::new()),
     }
 }

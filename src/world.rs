@@ -11,11 +11,18 @@ use crate::parallel::exchange::{self, Layout};
 use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::{self, Comm};
 use crate::scene::{Scene, Wall};
-use crate::solver::ContactForces;
 use crate::timers::Timers;
 use mpi::traits::*;
 use nalgebra::Vector3;
 use std::collections::BTreeMap;
+
+/// Forces of the contacts of one step, in `Contacts` order: the force on
+/// body b is `f_n · normal + f_t`, on body a its opposite.
+#[derive(Clone, Debug, Default)]
+pub struct ContactForces {
+    pub f_n: Vec<f64>,
+    pub f_t: Vec<Vector3<f64>>,
+}
 
 /// One rank's share of the scene and of the step's contacts.
 pub struct World<'a> {
@@ -259,7 +266,7 @@ impl<'a> World<'a> {
 
     /// The contacts with their forces as named output columns; `extra`
     /// adds a solver's own per-contact fields.
-    pub fn contact_table(&self, extra: &[crate::solver::ContactField]) -> ContactTable {
+    pub fn contact_table(&self, extra: &[crate::io::ContactField]) -> ContactTable {
         let c = &self.contacts;
         let n = c.len();
         let mut t = ContactTable::new(n);

@@ -107,6 +107,12 @@ fn unknown_solver() {
 }
 
 #[test]
+fn until_static_and_thermo_seconds_must_be_positive() {
+    expect_error(&GOOD.replace("dt = 0.001", "dt = 0.001\nuntil_static = -1e-4"), &[], "simulation.until_static");
+    expect_error(&GOOD.replace("dir = \"OUTDIR\"", "dir = \"OUTDIR\"\nthermo_seconds = 0.0"), &[], "output.thermo_seconds");
+}
+
+#[test]
 fn unknown_dem_tangent() {
     let text = GOOD.replace("solver = \"cd\"", "solver = \"dem\"") + "\n[dem]\ntangent = \"newton\"\n";
     expect_error(&text, &[], "dem.tangent");

@@ -113,6 +113,14 @@ fn check_frames(dir: &Path, np: usize) {
     let mut sorted = keys.clone();
     sorted.sort();
     assert_eq!(keys, sorted, "contacts not sorted");
+    // A column added only through the named-column path (examples/io_roundtrip.rs
+    // `dummy_flux` = [a + sub_a/4, −(a + sub_a/2)]) comes back with its rows.
+    let flux: Vec<f64> = c.dataset("dummy_flux").unwrap().read_raw().unwrap();
+    assert_eq!(c.dataset("dummy_flux").unwrap().shape(), vec![a.len(), 2]);
+    for i in 0..a.len() {
+        let want = [a[i] as f64 + 0.25 * sa[i] as f64, -(a[i] as f64 + 0.5 * sa[i] as f64)];
+        assert_eq!([flux[2 * i], flux[2 * i + 1]], want, "dummy_flux row {i} (np {np})");
+    }
     let c = f.group("frames/000000010/contacts").unwrap();
     assert_eq!(c.dataset("point").unwrap().shape(), vec![0, 3], "empty contact set");
 
@@ -160,7 +168,7 @@ fn frames_and_checkpoints_identical_at_1_to_4_ranks() {
         let frames = dump_file(&dir.join("frames.h5"));
         let ck = dump_file(&dir.join("checkpoint-000010.h5"));
         assert!(frames.contains_key("/frames/000000010/bodies/velocity"));
-        assert!(ck.contains_key("/history/values"));
+        assert!(ck.contains_key("/solver/history/f"));
         match &reference {
             None => reference = Some((frames, ck)),
             Some((rf, rc)) => {
@@ -248,6 +256,16 @@ fn damaged_checkpoints_fail_on_all_ranks() {
     let incomplete = tmp.path().join("incomplete.h5");
     std::fs::copy(&good, &incomplete).unwrap();
     hdf5::File::open_rw(&incomplete).unwrap().delete_attr("complete").unwrap();
+
+    // A checkpoint of format version 1 (before solver-owned state tables).
+    let old = tmp.path().join("format1.h5");
+    std::fs::copy(&good, &old).unwrap();
+    hdf5::File::open_rw(&old).unwrap().delete_attr("format_version").unwrap();
+    for np in [1, 2] {
+        let (code, text) = run_bounded(np, &["read", old.to_str().unwrap(), &N.to_string()], 120);
+        assert_ne!(code, 0, "np {np}: a format-1 checkpoint was accepted:\n{text}");
+        assert!(text.contains("format version 1") && text.contains("format1.h5"), "np {np}: the refusal does not name the version and file:\n{text}");
+    }
 
     for np in [1, 2] {
         for bad in [&trunc, &flipped, &header, &missing, &incomplete] {

@@ -20,6 +20,11 @@ pub const DOF_2D: DofMask = 0b10_0011;
 /// Fixed body: nothing moves.
 pub const DOF_NONE: DofMask = 0;
 
+/// Whether DOF `k` (0..6) is free under `mask`.
+pub fn dof_free(mask: DofMask, k: usize) -> bool {
+    mask & (1 << k) != 0
+}
+
 /// One body as plain values; used to build and to move single bodies.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Body {

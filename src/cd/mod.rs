@@ -13,6 +13,7 @@ pub mod apgd;
 pub mod operator;
 pub mod pgs;
 
+use crate::body::dof_free;
 use crate::body::Bodies;
 use crate::contact::{Contacts, WALL_ID_BASE};
 use crate::petsc::{InsertMode, PetscInt, Stage, Vector};
@@ -24,8 +25,6 @@ use crate::contact::ContactKey;
 use std::collections::HashMap;
 
 pub use apgd::QpResult;
-
-/// Identity of a contact across steps: (a, b, sub_a, sub_b).
 
 /// Running totals of the contact solves (for benchmarks and logs).
 #[derive(Clone, Debug, Default)]
@@ -80,7 +79,7 @@ fn free_velocity(bodies: &Bodies, i: usize, gravity: &Vector3<f64>, dt: f64) -> 
     let mut out = Vector6::new(v.x, v.y, v.z, w.x, w.y, w.z);
     let mask = bodies.dof_mask[i];
     for k in 0..6 {
-        if mask & (1 << k) == 0 {
+        if !dof_free(mask, k) {
             out[k] = 0.0;
         } else if k < 3 {
             out[k] += dt * gravity[k];
@@ -242,7 +241,7 @@ pub fn integrate(bodies: &mut Bodies, n_owned: usize, gravity: &Vector3<f64>, dt
         let mask = bodies.dof_mask[i];
         let mut v = free_velocity(bodies, i, gravity, dt) + d;
         for k in 0..6 {
-            if mask & (1 << k) == 0 {
+            if !dof_free(mask, k) {
                 v[k] = 0.0;
             }
         }

@@ -3,6 +3,7 @@
 //! columns the six DOFs `6·global_index + k` of every body — M⁻¹ is kept as
 //! local 6×6 blocks, and N f = Δt B M⁻¹ Bᵀ f is applied matrix-free
 //! (MatMultTranspose, block solve, MatMult).
+use crate::body::dof_free;
 use crate::body::Bodies;
 use crate::contact::{Contacts, WALL_INDEX};
 use crate::parallel::exchange::Layout;
@@ -22,11 +23,11 @@ pub fn inverse_mass(bodies: &Bodies, i: usize) -> Matrix6<f64> {
     }
     let m = bodies.mass[i];
     for k in 0..3 {
-        if mask & (1 << k) != 0 && m > 0.0 {
+        if dof_free(mask, k) && m > 0.0 {
             out[(k, k)] = 1.0 / m;
         }
     }
-    let free: Vec<usize> = (0..3).filter(|k| mask & (1 << (3 + k)) != 0).collect();
+    let free: Vec<usize> = (0..3).filter(|k| dof_free(mask, 3 + k)).collect();
     if !free.is_empty() {
         let j = bodies.world_inertia(i);
         let n = free.len();
@@ -65,7 +66,7 @@ pub fn jacobian_rows(contacts: &Contacts, i: usize, bodies: &Bodies) -> (Vector6
 
 fn mask_row(j: &mut Vector6<f64>, mask: u8) {
     for k in 0..6 {
-        if mask & (1 << k) == 0 {
+        if !dof_free(mask, k) {
             j[k] = 0.0;
         }
     }

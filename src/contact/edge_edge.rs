@@ -6,7 +6,7 @@
 //! and the normal inside both edges' external cones: on the arc between the
 //! two face normals of `a`'s edge, and `−normal` on the arc of `b`'s edge
 //! ([`crate::geometry::in_arc`]; a concave edge's arc is its groove).
-use super::mesh_mesh::FeatureHit;
+use super::feature_hit::FeatureHit;
 use crate::geometry::{in_arc, CONE_TOL};
 use nalgebra::Vector3;
 

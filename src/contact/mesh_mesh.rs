@@ -23,36 +23,12 @@ use super::edge_edge::{edge_edge, EdgeGeom};
 use super::vertex_edge::vertex_edge;
 use super::vertex_face::vertex_face;
 use super::vertex_vertex::vertex_vertex;
+use super::feature_hit::FeatureHit;
 use super::{BodyPose, Contact, Contacts};
 use crate::body::TriMesh;
 use crate::geometry::mesh_features::NONE;
 use crate::geometry::{Aabb, MeshFeatures, SubRegion};
 use nalgebra::Vector3;
-
-/// The solution of one sub-region pair's local contact problem (world frame).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FeatureHit {
-    /// Contact point on body `a`'s surface.
-    pub point_a: Vector3<f64>,
-    /// Contact point on body `b`'s surface.
-    pub point_b: Vector3<f64>,
-    /// Unit normal from `a` to `b`.
-    pub normal: Vector3<f64>,
-    /// Signed gap `(point_b − point_a) · normal`.
-    pub gap: f64,
-}
-
-impl FeatureHit {
-    /// The same hit with the roles of `a` and `b` exchanged.
-    pub fn swapped(self) -> Self {
-        Self { point_a: self.point_b, point_b: self.point_a, normal: -self.normal, gap: self.gap }
-    }
-
-    /// Midway point.
-    pub fn midpoint(&self) -> Vector3<f64> {
-        0.5 * (self.point_a + self.point_b)
-    }
-}
 
 /// A valid sub-region pair: the feature of `a`, of `b`, and the solution.
 #[derive(Clone, Copy, Debug, PartialEq)]

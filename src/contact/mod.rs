@@ -1,4 +1,4 @@
-//! Contact detection, time-step stage 2 "contact" (DESIGN.md "One time
+//! Contact detection, time-step stage 2 "contact" (ARCHITECTURE.md "One time
 //! step"): broad phase (linked cells + Verlet lists of body pairs,
 //! [`broad`]), second-level Verlet lists of sub-region pairs for mesh body
 //! pairs ([`entity_list`]), narrow phase (one file per shape pair, dispatched
@@ -11,6 +11,7 @@
 pub mod broad;
 pub mod edge_edge;
 pub mod entity_list;
+pub mod feature_hit;
 pub mod list;
 pub mod mesh_mesh;
 pub mod mesh_wall;

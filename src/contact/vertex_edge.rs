@@ -6,7 +6,7 @@
 //! direction out of `b` on the arc between `b`'s two face normals; the
 //! direction out of `a` (towards `b`) in the vertex's external cone.
 use super::edge_edge::EdgeGeom;
-use super::mesh_mesh::FeatureHit;
+use super::feature_hit::FeatureHit;
 use crate::geometry::{in_arc, in_normal_cone, CONE_TOL};
 use nalgebra::Vector3;
 

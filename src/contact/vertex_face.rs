@@ -8,7 +8,7 @@
 //! triangles (`inclusive`), so a vertex above a diagonal is reported exactly
 //! once. A back-facing pair (the vertex's pseudo-normal not against the face
 //! normal) is rejected.
-use super::mesh_mesh::FeatureHit;
+use super::feature_hit::FeatureHit;
 use nalgebra::Vector3;
 
 /// Barycentric tolerance: a coordinate counts as zero within this.

@@ -4,7 +4,7 @@
 //!
 //! Validity range (§2.4.4): the direction lies in both vertices' external
 //! cones (out of `a` in `a`'s cone, out of `b` in `b`'s cone).
-use super::mesh_mesh::FeatureHit;
+use super::feature_hit::FeatureHit;
 use crate::geometry::{in_normal_cone, CONE_TOL};
 use nalgebra::Vector3;
 

@@ -6,14 +6,12 @@ use super::law::{friction, friction_tangent, normal_total, Friction, NormalLaw, 
 use super::jet::{Dual, Jet, Num};
 use super::rigid::skew;
 use crate::scene::DemTangent;
-use nalgebra::{Matrix3, SMatrix, SVector, Vector3};
+use nalgebra::{Matrix3, SMatrix, Vector3};
 
 /// 3×12 maps from the increments to a vector at the contact.
 pub type Mat3x12 = SMatrix<f64, 3, 12>;
 
-/// 12-vectors and 12×12 matrices over (u_a, α_a, u_b, α_b).
-pub type Vec12 = SVector<f64, 12>;
-pub type Mat12 = SMatrix<f64, 12, 12>;
+pub use super::types::{Mat12, Vec12};
 
 /// How the gap of a contact depends on the increments.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -6,7 +6,7 @@
 //! the 9 reduced variables (w, α_a, α_b) and the Hessian is stored packed
 //! (45 entries, not 144): [`Num::grad12`] and [`Jet::hess12`] expand to the
 //! contact's 12 increments (u_a, α_a, u_b, α_b). Pure, no MPI.
-use super::assemble::{Mat12, Vec12};
+use super::types::{Mat12, Vec12};
 use nalgebra::{SVector, Vector3};
 use std::ops::{Add, Mul, Sub};
 

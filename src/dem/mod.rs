@@ -8,5 +8,6 @@ pub mod assemble;
 pub mod jet;
 pub mod rigid;
 pub mod solver;
+pub mod types;
 
 pub use solver::DemSolver;

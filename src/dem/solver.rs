@@ -1,10 +1,11 @@
-//! The DEM time step (stage 3 "solver", solver = "dem"; DESIGN.md "One time
+//! The DEM time step (stage 3 "solver", solver = "dem"; ARCHITECTURE.md "One time
 //! step"): SNES (newtonls) on the incremental DOFs (u^Δ, α^Δ) of the owned
 //! bodies; residual = inertia − external + contact (eq 63), Jacobian as 6×6
 //! body blocks and 12×12 contact blocks in MPIBAIJ (bs 6); ghosts' DOFs
 //! forwarded at each evaluation; a line-search pre-check that keeps every
 //! gap above a fraction of its current value; the penetration test of
 //! §2.4.7; rejected steps halve Δt; Δt grows after easy steps.
+use crate::body::dof_free;
 use super::assemble::{contact_with, tangential, ContactElement, Kinematics, MeshKind, TangentialElement, Vec12};
 use super::law::TangentialLaw;
 use super::law::NormalLaw;
@@ -155,7 +156,7 @@ impl DemSolver {
 }
 
 fn mask3(v: Vector3<f64>, mask: u8, first: usize) -> Vector3<f64> {
-    Vector3::from_fn(|k, _| if mask & (1 << (first + k)) != 0 { v[k] } else { 0.0 })
+    Vector3::from_fn(|k, _| if dof_free(mask, first + k) { v[k] } else { 0.0 })
 }
 
 fn sphere_radius(ctx: &StepContext, bodies: &Bodies, i: usize) -> Option<f64> {
@@ -328,13 +329,13 @@ impl Problem<'_> {
             let (r, _) = rigid::residual(&self.states[i], &self.nm, &u, &a);
             let sc = rigid::residual_scale(&self.states[i], &self.nm, &u, &a);
             for k in 0..6 {
-                if self.bodies.dof_mask[i] & (1 << k) != 0 {
+                if dof_free(self.bodies.dof_mask[i], k) {
                     scale[6 * i + k] += sc[k];
                 }
             }
             for k in 0..6 {
                 idx.push(6 * self.dof(i) + k as PetscInt);
-                val.push(if self.bodies.dof_mask[i] & (1 << k) != 0 { r[k] } else { all[6 * i + k] });
+                val.push(if dof_free(self.bodies.dof_mask[i], k) { r[k] } else { all[6 * i + k] });
             }
         }
         for k in 0..self.ctx.contacts.len() {
@@ -374,7 +375,7 @@ impl Problem<'_> {
                     continue;
                 }
                 for j in 0..6 {
-                    if self.bodies.dof_mask[body] & (1 << j) != 0 {
+                    if dof_free(self.bodies.dof_mask[body], j) {
                         idx.push(6 * self.dof(body) + j as PetscInt);
                         val.push(e.residual[6 * side + j]);
                         let gj = grad[6 * side + j].abs();
@@ -398,7 +399,7 @@ impl Problem<'_> {
             let al = Vector3::new(all[6 * i + 3], all[6 * i + 4], all[6 * i + 5]);
             let (_, mut k) = rigid::residual(&self.states[i], &self.nm, &u, &al);
             for r in 0..6 {
-                if self.bodies.dof_mask[i] & (1 << r) == 0 {
+                if !dof_free(self.bodies.dof_mask[i], r) {
                     k.row_mut(r).fill(0.0);
                     k[(r, r)] = 1.0;
                 }
@@ -433,7 +434,7 @@ impl Problem<'_> {
                     continue;
                 }
                 for j in 0..6 {
-                    if self.bodies.dof_mask[body] & (1 << j) == 0 {
+                    if !dof_free(self.bodies.dof_mask[body], j) {
                         t.row_mut(6 * s + j).fill(0.0);
                     }
                 }

@@ -2,7 +2,7 @@
 //! and contacts sorted by `(body_a, body_b, sub_a, sub_b)`, written with
 //! collective MPI-IO; `OUT/frames.xdmf` is rewritten beside it after each frame.
 //!
-//! Layout (DESIGN.md "Files a run writes"), plus the extra datasets marked (+):
+//! Layout (ARCHITECTURE.md "Output"), plus the extra datasets marked (+):
 //!
 //! ```text
 //! /meta                attrs: version, solver, dim, n_ranks, config (TOML text)

@@ -17,7 +17,7 @@ pub use checkpoint::{
     FORMAT_VERSION,
 };
 pub use frames::FrameWriter;
-pub use table::{Column, ColumnData, ContactTable};
+pub use table::{Column, ColumnData, ContactField, ContactTable};
 pub use redistribute::{redistribute_sorted, FlatRecords, Redistributed};
 
 use mpi::traits::*;

@@ -4,6 +4,15 @@
 use super::redistribute::{redistribute_sorted, FlatRecords};
 use mpi::traits::*;
 
+/// A per-contact output field a solver contributes to frames, `width`
+/// values per contact in `Contacts` order.
+#[derive(Clone, Debug)]
+pub struct ContactField {
+    pub name: &'static str,
+    pub width: usize,
+    pub values: Vec<f64>,
+}
+
 /// The values of one column, `width` per contact.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ColumnData {
