@@ -44,7 +44,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene) -> petsc::Resul
     let mut sim = World::new(world, scene, scene.bodies.clone(), true);
     sim.detect();
     let mut op = ContactOperator::assemble(world, &sim.bodies, &sim.layout, &sim.contacts, dt)?;
-    let p = rhs(&op, scene, &sim.bodies, &sim.contacts, dt)?;
+    let p = rhs(&op, scene, &sim.bodies, &sim.contacts, 0.0, dt)?;
     let mut f = op.contact_vec()?;
     let res = apgd::apgd(world, &mut op, &p, &mut f, tol, max_it)?;
     let mut nf = op.contact_vec()?;

@@ -3,6 +3,7 @@
 //! checkpoint, each stage timed as a phase; thermo lines and the summary.
 //! The loop knows the physics only through the [`Solver`] trait.
 use crate::body::Bodies;
+use crate::contact::WALL_ID_BASE;
 use crate::io::{self, FrameWriter, IoError, SolverState};
 use crate::parallel::{self, Comm};
 use crate::scene::{Scene, STATIC_STEPS};
@@ -81,10 +82,20 @@ pub struct Summary {
     pub phases: BTreeMap<String, [f64; 3]>,
     /// Total contact force on every fixed body and wall at the end.
     pub reactions: Vec<Reaction>,
+    /// The walls at the end: id (2^63 + index), point (moving walls move), removed.
+    pub walls: Vec<WallState>,
     /// The solver's own counters (dem: night_owls, night_owl_redos,
     /// closed_pairs_dropped), as top-level keys.
     #[serde(flatten)]
     pub solver_stats: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A wall at the end of a run, for summary.json.
+#[derive(Debug, serde::Serialize)]
+pub struct WallState {
+    pub id: u64,
+    pub point: [f64; 3],
+    pub removed: bool,
 }
 
 /// What the steps of a run reported, for summary.json.
@@ -255,6 +266,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             let eta = wall / (clock.time - clock.t0) * (clock.t_final - clock.time);
             let n_contacts = parallel::sum_u64(comm, world.contacts.len() as u64);
             thermo.line(step, clock.time, report.dt, n_global, n_contacts, world.kinetic_energy(), report.iterations, wall, eta)?;
+            if scene.walls.iter().any(|w| w.moves()) {
+                thermo.walls(world.walls(), clock.time, &world.reactions(solver.reaction_normals()))?;
+            }
         }
     }
     if clock.quiet >= STATIC_STEPS && comm.rank() == 0 {
@@ -380,6 +394,15 @@ fn finish(world: &World, solver: &dyn Solver, clock: &Clock, n_global: u64, tall
         wall_time,
         phases,
         reactions: world.reactions(solver.reaction_normals()),
+        walls: world
+            .walls()
+            .iter()
+            .enumerate()
+            .map(|(k, w)| {
+                let p = w.position(clock.time);
+                WallState { id: WALL_ID_BASE + k as u64, point: [p.x, p.y, p.z], removed: w.removed }
+            })
+            .collect(),
         solver_stats: solver.summary(comm),
     };
     if rank == 0 {
@@ -484,6 +507,25 @@ impl Thermo {
         !parallel::all_ok(comm, !late)
     }
 
+    /// The moving walls: where they are and the contact force on them.
+    fn walls(&mut self, walls: &[crate::scene::Wall], time: f64, reactions: &[Reaction]) -> Result<(), RunError> {
+        let mut s = String::from("     walls:");
+        for (k, w) in walls.iter().enumerate().filter(|(_, w)| w.moves()) {
+            let f = reactions.iter().find(|r| r.body == WALL_ID_BASE + k as u64).map_or([0.0; 3], |r| r.force);
+            let p = w.position(time);
+            s += &format!(" [{k}] at ({:.6e}, {:.6e}, {:.6e}) force ({:.6e}, {:.6e}, {:.6e})", p.x, p.y, p.z, f[0], f[1], f[2]);
+        }
+        self.write(&s)
+    }
+
+    fn write(&mut self, s: &str) -> Result<(), RunError> {
+        log::info!("{s}");
+        if let Some(f) = &mut self.file {
+            writeln!(f, "{s}").and_then(|_| f.flush()).map_err(|e| RunError::Runtime(format!("log.txt: {e}")))?;
+        }
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn line(
         &mut self,
@@ -501,10 +543,6 @@ impl Thermo {
         let s = format!(
             "{step:>10} {time:>13.6e} {dt:>11.4e} {bodies:>9} {contacts:>9} {ke:>15.8e} {iters:>6} {wall:>10.2} {eta:>11.2}"
         );
-        log::info!("{s}");
-        if let Some(f) = &mut self.file {
-            writeln!(f, "{s}").and_then(|_| f.flush()).map_err(|e| RunError::Runtime(format!("log.txt: {e}")))?;
-        }
-        Ok(())
+        self.write(&s)
     }
 }

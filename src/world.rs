@@ -164,12 +164,14 @@ impl<'a> World<'a> {
         log::info!("rebalanced by RCB: max/mean bodies per rank was {:.2}", max / mean);
     }
 
-    /// Marks the walls removed at time `t` (t >= until, within 1e-9 dt so
-    /// a step ending on `until` counts); the next detection drops them
-    /// (the Verlet list sees the change and rebuilds). The same on every rank.
+    /// Moves the walls to their positions at time `t` and marks those
+    /// removed by then (t >= until, within 1e-9 dt so a step ending on
+    /// `until` counts); the next detection drops them (the Verlet list sees
+    /// the change and rebuilds). The same on every rank.
     pub fn set_time(&mut self, t: f64) {
         let tol = 1e-9 * self.scene.simulation.dt;
         for (k, w) in self.walls.iter_mut().enumerate() {
+            w.point = w.position(t);
             let removed = t >= w.until - tol;
             if removed && !w.removed && self.comm.rank() == 0 {
                 log::info!("wall[{k}] removed at t = {t:e} (until = {:e})", w.until);
@@ -323,6 +325,11 @@ impl<'a> World<'a> {
             root.broadcast_into(&mut flat[..]);
         }
         flat.chunks(4).map(|c| Reaction { body: c[0].to_bits(), force: [c[1], c[2], c[3]] }).collect()
+    }
+
+    /// The walls as they are now (points moved, removed ones marked).
+    pub fn walls(&self) -> &[Wall] {
+        &self.walls
     }
 
     /// Kinetic energy of all bodies (collective).

@@ -113,6 +113,15 @@ fn until_static_and_thermo_seconds_must_be_positive() {
 }
 
 #[test]
+fn wall_motion_errors() {
+    let wall = "\n[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\n";
+    expect_error(&format!("{GOOD}{wall}velocity = [0.0, 0.0, 1.0]\npath = [[1.0, 0.0, 0.0, 1.0]]\n"), &[], "wall[0].path");
+    expect_error(&format!("{GOOD}{wall}path = [[1.0, 0.0, 0.0, 1.0], [0.5, 0.0, 0.0, 2.0]]\n"), &[], "wall[0].path[1]");
+    expect_error(&format!("{GOOD}{wall}path = [[0.0, 0.0, 0.0, 1.0]]\n"), &[], "wall[0].path[0]");
+    expect_error(&format!("{GOOD}{wall}velocity = [0.0, 0.0, nan]\n"), &[], "wall[0].velocity");
+}
+
+#[test]
 fn unknown_dem_tangent() {
     let text = GOOD.replace("solver = \"cd\"", "solver = \"dem\"") + "\n[dem]\ntangent = \"newton\"\n";
     expect_error(&text, &[], "dem.tangent");

@@ -62,14 +62,7 @@ impl CdSolver {
 /// material never bounces whatever it hits.
 pub fn restitution(scene: &Scene, bodies: &Bodies, contacts: &Contacts, i: usize) -> f64 {
     let e = |m: u32| scene.materials.get(m as usize).map_or(0.0, |m| m.restitution);
-    let ea = e(bodies.material[contacts.ia[i]]);
-    let eb = if contacts.b[i] >= WALL_ID_BASE {
-        let w = (contacts.b[i] - WALL_ID_BASE) as usize;
-        scene.walls.get(w).map_or(0.0, |w| e(w.material))
-    } else {
-        e(bodies.material[contacts.ib[i]])
-    };
-    ea.min(eb)
+    e(bodies.material[contacts.ia[i]]).min(e(contacts.material_b(i, bodies, &scene.walls)))
 }
 
 /// [v, ω] of body `i` with the external acceleration (gravity on the free
@@ -88,11 +81,20 @@ fn free_velocity(bodies: &Bodies, i: usize, gravity: &Vector3<f64>, dt: f64) -> 
     out
 }
 
+/// The opening velocity of contact `i` that a moving wall (side b) adds
+/// over the step from `time`: n · (its mean velocity), 0 for other contacts.
+pub fn wall_opening_rate(scene: &Scene, contacts: &Contacts, i: usize, time: f64, dt: f64) -> f64 {
+    if contacts.b[i] < WALL_ID_BASE {
+        return 0.0;
+    }
+    scene.walls.get((contacts.b[i] - WALL_ID_BASE) as usize).map_or(0.0, |w| contacts.normal[i].dot(&w.displacement(time, dt)) / dt)
+}
+
 /// p of eq 20 for the contacts of `op`: Φ/Δt + B (v + Δt M⁻¹ F_ext), with
 /// the restitution substitution Φ/Δt → e_n B v for contacts that are closing
 /// (B v < 0) and would close within the step without a force (so contacts
 /// not yet formed do not bounce early). Collective.
-pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Contacts, dt: f64) -> crate::petsc::Result<Vector> {
+pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Contacts, time: f64, dt: f64) -> crate::petsc::Result<Vector> {
     let gravity = scene.simulation.gravity;
     let mut v = op.body_vec()?;
     let mut vf = op.body_vec()?;
@@ -115,7 +117,10 @@ pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Cont
         for i in 0..contacts.len() {
             let phi = contacts.gap[i] / dt;
             let e = restitution(scene, bodies, contacts, i);
-            pv[i] += if e > 0.0 && bvv[i] < 0.0 && phi + pv[i] < 0.0 { e * bvv[i] } else { phi };
+            // B v and B v_free with a moving wall's velocity on side b.
+            let w = wall_opening_rate(scene, contacts, i, time, dt);
+            let (bv, p) = (bvv[i] + w, pv[i] + w);
+            pv[i] = p + if e > 0.0 && bv < 0.0 && phi + p < 0.0 { e * bv } else { phi };
         }
     }
     Ok(p)
@@ -159,7 +164,7 @@ impl CdSolver {
             let (st_asm, st_solve) = self.stages.expect("registered above");
             let guard = st_asm.push()?;
             let mut op = ContactOperator::assemble(comm, bodies, ctx.layout, contacts, dt)?;
-            let p = rhs(&op, scene, bodies, contacts, dt)?;
+            let p = rhs(&op, scene, bodies, contacts, ctx.time, dt)?;
             // Warm start by contact identity (contacts that stayed on this rank).
             let mut f = op.contact_vec()?;
             {

@@ -344,6 +344,11 @@ pub struct WallCfg {
     /// The wall acts for t < until and is removed at that time (default:
     /// never). Lets a box's side walls be taken away (Gay Neto & Wriggers §3.5).
     pub until: Option<f64>,
+    /// Prescribed velocity of the wall's point (m/s).
+    pub velocity: Option<[f64; 3]>,
+    /// Prescribed positions [t, x, y, z] of the wall's point, t increasing
+    /// from > 0: piecewise linear from `point` at t = 0, constant after.
+    pub path: Option<Vec<[f64; 4]>>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]

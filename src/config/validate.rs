@@ -2,7 +2,7 @@
 use super::schema::*;
 use super::ConfigError;
 use crate::body::{Bodies, Body, Shape, TriMesh, DOF_2D, DOF_ALL, DOF_NONE};
-use crate::scene::{generate, CompatSettings, ContactSettings, DemSettings, Load, SolverKind, Material, Output, Scene, Simulation, SolverSettings, Wall};
+use crate::scene::{generate, CompatSettings, ContactSettings, DemSettings, Load, SolverKind, Material, Output, Scene, Simulation, SolverSettings, Wall, WallMotion};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -223,8 +223,28 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
         if n.norm() == 0.0 {
             return Err(c.err(key("normal"), "must not be zero"));
         }
+        let point = c.finite3(&key("point"), w.point)?;
+        let motion = match (&w.velocity, &w.path) {
+            (Some(_), Some(_)) => return Err(c.err(key("path"), "give either velocity or path, not both")),
+            (Some(v), None) => WallMotion::Velocity(c.finite3(&key("velocity"), *v)?),
+            (None, Some(path)) => {
+                let mut out = Vec::with_capacity(path.len());
+                let mut last = 0.0;
+                for (k, p) in path.iter().enumerate() {
+                    if !p.iter().all(|x| x.is_finite()) || p[0] <= last {
+                        return Err(c.err(format!("wall[{i}].path[{k}]"), format!("must be [t, x, y, z] with t increasing from above 0, got {p:?}")));
+                    }
+                    last = p[0];
+                    out.push((p[0], Vector3::new(p[1], p[2], p[3])));
+                }
+                WallMotion::Path(out)
+            }
+            (None, None) => WallMotion::Fixed,
+        };
         walls.push(Wall {
-            point: c.finite3(&key("point"), w.point)?,
+            point,
+            origin: point,
+            motion,
             normal: n.normalize(),
             material: find_mat(key("material"), &w.material)?,
             until: match w.until {

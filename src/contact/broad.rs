@@ -243,6 +243,8 @@ pub struct VerletList {
     ids: Vec<u64>,
     /// `removed` of each wall at the build.
     walls_removed: Vec<bool>,
+    /// Each wall's point at the build (moving walls).
+    wall_points: Vec<Vector3<f64>>,
     params: Option<DetectParams>,
     builds: u64,
     radii: Vec<f64>,
@@ -271,6 +273,8 @@ impl VerletList {
         self.ids.extend_from_slice(&bodies.id);
         self.walls_removed.clear();
         self.walls_removed.extend(walls.iter().map(|w| w.removed));
+        self.wall_points.clear();
+        self.wall_points.extend(walls.iter().map(|w| w.point));
         self.params = Some(*params);
         self.builds += 1;
         self.entities.prune(self.builds);
@@ -295,6 +299,8 @@ impl VerletList {
             || self.params != Some(*params)
             || self.walls_removed.len() != walls.len()
             || self.walls_removed.iter().zip(walls).any(|(&r, w)| r != w.removed)
+            // A body and a wall close by at most the skin when each moved at most half of it.
+            || self.wall_points.iter().zip(walls).any(|(p, w)| (w.point - p).norm() > 0.5 * params.skin)
             || self.ids != bodies.id
     }
 

@@ -12,7 +12,7 @@ use super::law::NormalLaw;
 use super::rigid::{self, Newmark, RigidState};
 use crate::body::{Bodies, Shape};
 use super::night_owl::{self, MAX_NIGHT_OWL_REDOS, PENETRATION_FLOOR};
-use crate::contact::{ContactKey, WALL_INDEX};
+use crate::contact::{ContactKey, WALL_ID_BASE, WALL_INDEX};
 use crate::io::SolverState;
 use crate::parallel::exchange::forward_values;
 use crate::parallel::records::{ask_all, FlatRecords};
@@ -261,6 +261,9 @@ struct Problem<'a> {
     tangent_kind: crate::scene::DemTangent,
     /// Round-off floor of ‖F‖₂ at the last residual evaluation (global).
     floor: std::cell::Cell<f64>,
+    /// Prescribed displacement over the step of the wall of each contact
+    /// (zero for body–body contacts): u_b of a moving wall.
+    wall_shift: Vec<Vector3<f64>>,
 }
 
 impl Problem<'_> {
@@ -278,6 +281,16 @@ impl Problem<'_> {
     }
 
     fn x12(&self, all: &[f64], k: usize) -> Vec12 {
+        let mut x = self.x12_dir(all, k);
+        if self.ctx.contacts.ib[k] == WALL_INDEX {
+            x.fixed_rows_mut::<3>(6).copy_from(&self.wall_shift[k]);
+        }
+        x
+    }
+
+    /// The 12 components of a direction `all` of the unknowns at contact
+    /// `k` (a wall's prescribed motion is no part of it).
+    fn x12_dir(&self, all: &[f64], k: usize) -> Vec12 {
         let (ia, ib) = (self.ctx.contacts.ia[k], self.ctx.contacts.ib[k]);
         let mut x = Vec12::zeros();
         for j in 0..6 {
@@ -464,7 +477,7 @@ impl Problem<'_> {
         let mut s: f64 = 1.0;
         for k in 0..self.ctx.contacts.len() {
             let (g, grad, _) = super::assemble::gap_grad(&self.elements[k].kin, &self.x12(&all, k));
-            let dg = -grad.dot(&self.x12(&dir, k)); // change of g along −y
+            let dg = -grad.dot(&self.x12_dir(&dir, k)); // change of g along −y
             if g > 0.0 && g + dg < fraction * g {
                 s = s.min((1.0 - fraction) * g / -dg);
             }
@@ -558,7 +571,8 @@ impl Solver for DemSolver {
         let d = &scene.dem;
         let Some(start) = self.start.as_mut() else { return Review::Accept };
         // A gap changes by at most the two bodies' displacements.
-        let reach = 2.0 * parallel::max_f64(comm, night_owl::largest_displacement(world, &start.bodies));
+        let walls = scene.walls.iter().map(|w| w.displacement(time, report.dt).norm()).fold(0.0, f64::max);
+        let reach = 2.0 * parallel::max_f64(comm, night_owl::largest_displacement(world, &start.bodies)).max(walls);
         // The search finds the next step's contacts: walls as at its start.
         world.set_time(time + report.dt);
         let floor = PENETRATION_FLOOR * d.f * d.gbar;
@@ -677,6 +691,13 @@ impl Solver for DemSolver {
                 floor: std::cell::Cell::new(0.0),
                 tangential: tangentials.clone(),
                 tangent_kind: d.tangent,
+                wall_shift: (0..ctx.contacts.len())
+                    .map(|k| {
+                        let c = ctx.contacts;
+                        let wall = (c.ib[k] == WALL_INDEX).then(|| ctx.scene.walls.get((c.b[k] - WALL_ID_BASE) as usize)).flatten();
+                        wall.map_or_else(Vector3::zeros, |w| w.displacement(ctx.time, dt))
+                    })
+                    .collect(),
             };
             let (ok, its, lits, x) = solve(&prob, d, false)?;
             iterations += its as u64;

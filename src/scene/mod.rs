@@ -35,11 +35,28 @@ pub struct Material {
     pub restitution: f64,
 }
 
-/// An infinite fixed plane; bodies stay on the side the normal points to.
+/// How a wall's point moves in time (the normal stays): a prescribed
+/// motion, whatever the contact forces on the wall.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum WallMotion {
+    #[default]
+    Fixed,
+    /// point(t) = point(0) + v t.
+    Velocity(Vector3<f64>),
+    /// point(t) piecewise linear through (0, point(0)) and these (t_k, x_k),
+    /// t_k increasing; constant after the last.
+    Path(Vec<(f64, Vector3<f64>)>),
+}
+
+/// An infinite plane; bodies stay on the side the normal points to.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Wall {
+    /// The point at the current time (`origin` moved by `motion`).
     pub point: Vector3<f64>,
     pub normal: Vector3<f64>,
+    /// The point at t = 0.
+    pub origin: Vector3<f64>,
+    pub motion: WallMotion,
     pub material: u32,
     /// The wall acts while t < until, then is gone (`f64::INFINITY`: always).
     /// Removed walls keep their index, so wall ids stay 2^63 + index.
@@ -51,7 +68,37 @@ pub struct Wall {
 impl Wall {
     /// A wall that is never removed.
     pub fn new(point: Vector3<f64>, normal: Vector3<f64>, material: u32) -> Self {
-        Self { point, normal, material, until: f64::INFINITY, removed: false }
+        Self { point, normal, origin: point, motion: WallMotion::Fixed, material, until: f64::INFINITY, removed: false }
+    }
+
+    /// The wall's point at time `t`.
+    pub fn position(&self, t: f64) -> Vector3<f64> {
+        match &self.motion {
+            WallMotion::Fixed => self.origin,
+            WallMotion::Velocity(v) => self.origin + v * t,
+            WallMotion::Path(path) => {
+                let (mut t0, mut x0) = (0.0, self.origin);
+                for &(t1, x1) in path {
+                    if t <= t1 {
+                        return if t <= t0 { x0 } else { x0 + (x1 - x0) * ((t - t0) / (t1 - t0)) };
+                    }
+                    (t0, x0) = (t1, x1);
+                }
+                x0
+            }
+        }
+    }
+
+    /// Displacement of the wall from `t` to `t + dt`.
+    pub fn displacement(&self, t: f64, dt: f64) -> Vector3<f64> {
+        match self.motion {
+            WallMotion::Fixed => Vector3::zeros(),
+            _ => self.position(t + dt) - self.position(t),
+        }
+    }
+
+    pub fn moves(&self) -> bool {
+        self.motion != WallMotion::Fixed
     }
 
     /// Whether the wall acts at time `t`.
