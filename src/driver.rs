@@ -52,6 +52,8 @@ pub struct RunOptions {
     pub restart: Option<(u64, f64)>,
     /// The solver's state records from the checkpoint (this rank's slab).
     pub restart_state: crate::io::ContactHistory,
+    /// Largest number of bodies this rank held during start-up (summary.json).
+    pub startup_max_bodies: u64,
 }
 
 /// Final diagnostics, also written to OUT/summary.json.
@@ -90,6 +92,10 @@ pub struct Summary {
     pub phases: BTreeMap<String, [f64; 3]>,
     /// Total contact force on every fixed body and wall at the end.
     pub reactions: Vec<Reaction>,
+    /// Peak resident memory (VmHWM) per rank in MB: [min, mean, max].
+    pub peak_rss_mb: [f64; 3],
+    /// Largest number of bodies any rank held at once during start-up.
+    pub startup_max_bodies: u64,
 }
 
 /// What the steps of a run reported, for summary.json.
@@ -226,7 +232,7 @@ impl<'a> Sim<'a> {
     /// Distributes `bodies` (any subset per rank, e.g. the whole scene on
     /// every rank, or a checkpoint slab) to their owners.
     pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, whole_scene_everywhere: bool) -> Self {
-        let (lo, hi) = scene.domain_box();
+        let (lo, hi) = crate::startup::domain_box(comm, scene, &bodies);
         let domain = Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim);
         let mut bodies = bodies;
         let me = comm.rank() as usize;
@@ -612,15 +618,16 @@ fn make_solver(scene: &Scene) -> Box<dyn Solver> {
     }
 }
 
-/// Runs the scene to t_end on every rank of `comm`. `bodies` is the whole
-/// scene on every rank for a fresh run, or this rank's slab of a checkpoint.
+/// Runs the scene to t_end on every rank of `comm`. `bodies` is this rank's
+/// share: its bodies from `startup::populate` for a fresh run, or its slab
+/// of a checkpoint.
 pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Result<Summary, RunError> {
     let rank = comm.rank() as usize;
     let ranks = comm.size() as usize;
     let out_dir = scene.output.dir.clone();
     prepare_output(comm, &out_dir, opts)?;
 
-    let mut sim = Sim::new(comm, scene, bodies, opts.restart.is_none());
+    let mut sim = Sim::new(comm, scene, bodies, false);
     let n_global = parallel::sum_u64(comm, sim.n_owned() as u64);
     let mut solver = make_solver(scene);
     if opts.restart.is_some() {
@@ -816,7 +823,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
                     path.display()
                 );
             }
-            return finish(comm, scene, &sim, first_step, step, time, n_global, tally, wall0);
+            return finish(comm, scene, &sim, first_step, step, time, n_global, tally, wall0, opts.startup_max_bodies);
         }
         if last || step % scene.output.thermo_every == 0 {
             let ke = parallel::sum_f64(comm, sim.bodies.kinetic_energy(sim.n_owned()));
@@ -826,7 +833,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             thermo.line(step, time, step_dt, n_global, n_contacts, ke, report.iterations, wall, eta)?;
         }
     }
-    finish(comm, scene, &sim, first_step, step, time, n_global, tally, wall0)
+    finish(comm, scene, &sim, first_step, step, time, n_global, tally, wall0, opts.startup_max_bodies)
 }
 
 /// Ends a run after `last_step`: reduces the timers over ranks, gathers the
@@ -842,6 +849,7 @@ fn finish(
     n_global: u64,
     tally: StepTally,
     wall0: Instant,
+    startup_max_bodies: u64,
 ) -> Result<Summary, RunError> {
     let (rank, ranks) = (comm.rank() as usize, comm.size() as usize);
     let out_dir = &scene.output.dir;
@@ -855,6 +863,8 @@ fn finish(
         let mean = parallel::sum_f64(comm, secs) / ranks as f64;
         phases.insert(name.to_string(), [min, mean, max]);
     }
+    let peak_rss_mb = crate::parallel::memory::min_mean_max(comm, crate::parallel::memory::peak_rss() as f64 / 1e6);
+    let startup_max_bodies = parallel::max_f64(comm, startup_max_bodies as f64) as u64;
     let summary = Summary {
         version: env!("CARGO_PKG_VERSION"),
         solver: scene.simulation.solver.name(),
@@ -878,6 +888,8 @@ fn finish(
         wall_time,
         phases,
         reactions,
+        peak_rss_mb,
+        startup_max_bodies,
     };
     if rank == 0 {
         write_json_atomically(&out_dir.join("summary.json"), &summary)

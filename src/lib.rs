@@ -16,4 +16,5 @@ pub mod parallel;
 pub mod petsc;
 pub mod scene;
 pub mod solver;
+pub mod startup;
 pub mod timers;
