@@ -30,18 +30,19 @@ fn main() {
     let world = universe.world();
     let _petsc = petsc::Petsc::initialize(&[]).expect("PETSc");
     let path = std::env::args().nth(1).expect("usage: cd_lcp CONFIG.toml");
-    let scene = stiffgrain::config::load(std::path::Path::new(&path), &[]).unwrap_or_else(|e| panic!("{e}"));
-    let ok = run(&world, &scene).expect("PETSc error");
+    let mut scene = stiffgrain::config::load(std::path::Path::new(&path), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let bodies = stiffgrain::startup::populate(&world, &mut scene, &path).unwrap_or_else(|e| panic!("{e}")).bodies;
+    let ok = run(&world, &scene, bodies).expect("PETSc error");
     if !parallel::all_ok(&world, ok) {
         std::process::exit(1);
     }
 }
 
-fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene) -> petsc::Result<bool> {
+fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgrain::body::Bodies) -> petsc::Result<bool> {
     let dt = scene.simulation.dt;
     let tol = scene.solver.tolerance;
     let max_it = scene.solver.max_iterations;
-    let mut sim = World::new(world, scene, scene.bodies.clone(), true);
+    let mut sim = World::new(world, scene, bodies, false);
     sim.detect();
     let mut op = ContactOperator::assemble(world, &sim.bodies, &sim.layout, &sim.contacts, dt)?;
     let p = rhs(&op, scene, &sim.bodies, &sim.contacts, 0.0, dt)?;

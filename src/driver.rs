@@ -49,6 +49,8 @@ pub struct RunOptions {
     pub restart: Option<(u64, f64)>,
     /// The solver's state from the checkpoint (this rank's slab).
     pub restart_state: SolverState,
+    /// Largest number of bodies this rank held during start-up (summary.json).
+    pub startup_max_bodies: u64,
 }
 
 /// Final diagnostics, also written to OUT/summary.json.
@@ -84,6 +86,10 @@ pub struct Summary {
     pub reactions: Vec<Reaction>,
     /// The walls at the end: id (2^63 + index), point (moving walls move), removed.
     pub walls: Vec<WallState>,
+    /// Peak resident memory (VmHWM) per rank in MB: [min, mean, max].
+    pub peak_rss_mb: [f64; 3],
+    /// Largest number of bodies any rank held at once during start-up.
+    pub startup_max_bodies: u64,
     /// The solver's own counters (dem: night_owls, night_owl_redos,
     /// closed_pairs_dropped), as top-level keys.
     #[serde(flatten)]
@@ -196,12 +202,12 @@ impl Clock {
 }
 
 /// Runs the scene to t_end (or until static) on every rank of `comm`.
-/// `bodies` is the whole scene on every rank for a fresh run, or this rank's
-/// slab of a checkpoint.
+/// `bodies` is this rank's share: its bodies from `startup::populate` for a
+/// fresh run, or its slab of a checkpoint.
 pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Result<Summary, RunError> {
     let out_dir = &scene.output.dir;
     prepare_output(comm, out_dir, opts)?;
-    let mut world = World::new(comm, scene, bodies, opts.restart.is_none());
+    let mut world = World::new(comm, scene, bodies, false);
     let n_global = parallel::sum_u64(comm, world.n_owned() as u64);
     let mut solver = make_solver(scene);
     solver.phases().iter().for_each(|p| world.timers.add_phase(p));
@@ -274,7 +280,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     if clock.quiet >= STATIC_STEPS && comm.rank() == 0 {
         log::info!("static: every body slower than {:e} m/s for {STATIC_STEPS} steps at t = {:e}", scene.simulation.until_static.unwrap_or(0.0), clock.time);
     }
-    finish(&world, solver.as_ref(), &clock, n_global, tally, wall0)
+    finish(&world, solver.as_ref(), &clock, n_global, tally, wall0, opts.startup_max_bodies)
 }
 
 /// The run's first line: what runs where, and until when.
@@ -361,7 +367,15 @@ fn largest_speed(world: &World) -> f64 {
 
 /// Ends a run: reduces the timers over ranks, gathers the reactions, writes
 /// summary.json and prints the phase table (rank 0).
-fn finish(world: &World, solver: &dyn Solver, clock: &Clock, n_global: u64, tally: StepTally, wall0: Instant) -> Result<Summary, RunError> {
+fn finish(
+    world: &World,
+    solver: &dyn Solver,
+    clock: &Clock,
+    n_global: u64,
+    tally: StepTally,
+    wall0: Instant,
+    startup_max_bodies: u64,
+) -> Result<Summary, RunError> {
     let comm = world.comm;
     let (rank, ranks) = (comm.rank() as usize, comm.size() as usize);
     let out_dir = &world.scene.output.dir;
@@ -373,6 +387,8 @@ fn finish(world: &World, solver: &dyn Solver, clock: &Clock, n_global: u64, tall
         let mean = parallel::sum_f64(comm, secs) / ranks as f64;
         phases.insert(name.to_string(), [min, mean, max]);
     }
+    let peak_rss_mb = parallel::memory::min_mean_max(comm, parallel::memory::peak_rss() as f64 / 1e6);
+    let startup_max_bodies = parallel::max_f64(comm, startup_max_bodies as f64) as u64;
     let summary = Summary {
         version: env!("CARGO_PKG_VERSION"),
         solver: world.scene.simulation.solver.name(),
@@ -403,6 +419,8 @@ fn finish(world: &World, solver: &dyn Solver, clock: &Clock, n_global: u64, tall
                 WallState { id: WALL_ID_BASE + k as u64, point: [p.x, p.y, p.z], removed: w.removed }
             })
             .collect(),
+        peak_rss_mb,
+        startup_max_bodies,
         solver_stats: solver.summary(comm),
     };
     if rank == 0 {

@@ -17,5 +17,6 @@ pub mod petsc;
 pub mod registry;
 pub mod scene;
 pub mod solver;
+pub mod startup;
 pub mod timers;
 pub mod world;

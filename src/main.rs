@@ -3,7 +3,7 @@ use clap::{Parser, Subcommand};
 use mpi::traits::*;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use stiffgrain::{config, driver, io, logging, parallel, petsc};
+use stiffgrain::{config, driver, io, logging, parallel, petsc, startup};
 
 #[derive(Parser)]
 #[command(name = "stiffgrain", version, about = "Stiff rigid grains on distributed-memory machines")]
@@ -61,20 +61,40 @@ fn main() -> ExitCode {
         driver::install_signal_handlers();
         match cli.command {
             Command::Check { config, set } => match load(&world, &config, &set) {
-                Ok(scene) => {
-                    if world.rank() == 0 {
-                        println!("{}: ok", config.display());
-                        println!("{}", config::summary(&scene, world.size() as usize));
+                Ok(scene) => match startup::memory_check(&world, &scene, &config.display().to_string()) {
+                    Ok(mem) => {
+                        if world.rank() == 0 {
+                            println!("{}: ok", config.display());
+                            println!("{}", config::summary(&scene, &mem));
+                        }
+                        0
                     }
-                    0
-                }
+                    Err(e) => report(&world, e),
+                },
                 Err(code) => code,
             },
             Command::Run { config, set, overwrite, petsc: petsc_args } => match load(&world, &config, &set) {
                 Err(code) => code,
-                Ok(scene) => {
-                    let opts = driver::RunOptions { overwrite, restart: None, restart_state: Default::default() };
-                    with_petsc(&world, &petsc_args, || driver::run(&world, &scene, scene.bodies.clone(), &opts))
+                Ok(mut scene) => {
+                    let label = config.display().to_string();
+                    let t0 = std::time::Instant::now();
+                    let start = startup::memory_check(&world, &scene, &label)
+                        .and_then(|_| startup::populate(&world, &mut scene, &label));
+                    match start {
+                        Err(e) => report(&world, e),
+                        Ok(start) => {
+                            if world.rank() == 0 {
+                                log::info!("start-up: {:.2} s", t0.elapsed().as_secs_f64());
+                            }
+                            let opts = driver::RunOptions {
+                                overwrite,
+                                restart: None,
+                                restart_state: Default::default(),
+                                startup_max_bodies: start.max_held,
+                            };
+                            with_petsc(&world, &petsc_args, || driver::run(&world, &scene, start.bodies, &opts))
+                        }
+                    }
                 }
             },
             Command::Restart { checkpoint, set, petsc: petsc_args } => {
@@ -96,11 +116,17 @@ fn main() -> ExitCode {
                         }
                         2
                     }
-                    Ok(scene) => {
+                    Ok(mut scene) => {
+                        // Shapes added at start-up (radii read from files) live in the checkpoint.
+                        if cp.shapes.len() > scene.shapes.len() && cp.shape_names[..scene.shapes.len()] == scene.shape_names[..] {
+                            scene.shapes.extend(cp.shapes[scene.shapes.len()..].iter().cloned());
+                            scene.shape_names.extend(cp.shape_names[scene.shape_names.len()..].iter().cloned());
+                        }
                         let opts = driver::RunOptions {
                             overwrite: false,
                             restart: Some((cp.step, cp.time)),
                             restart_state: cp.state.clone(),
+                            startup_max_bodies: cp.bodies.len() as u64,
                         };
                         if world.rank() == 0 {
                             log::info!("restart from {} at step {} (t = {:e})", checkpoint.display(), cp.step, cp.time);
@@ -112,6 +138,14 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(code)
+}
+
+/// Prints a start-up error once (rank 0); exit status 2.
+fn report(world: &parallel::Comm, e: startup::StartupError) -> u8 {
+    if world.rank() == 0 {
+        eprintln!("{e}");
+    }
+    2
 }
 
 /// Runs `f` between PETSc's initialisation and finalisation; returns the exit status.

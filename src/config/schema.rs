@@ -278,13 +278,54 @@ pub enum GenerateKind {
     Pyramid,
     /// Random loose pack of `count` non-overlapping bodies in [box_min, box_max].
     Random,
+    /// Bodies read from `file` (frames.h5, CSV, LAMMPS data or dump).
+    File,
+}
+
+/// `[[generate]] method` of a random pack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RandomMethod {
+    /// Cells of a global grid filled colour by colour, each from its own
+    /// stream: every rank builds only its cells (default).
+    #[default]
+    Cells,
+    /// The serial random sequential addition of earlier versions, repeated
+    /// on every rank (whole scene on every rank: small packs only).
+    Sequential,
+}
+
+/// `[[generate]] radius`: a radius distribution of sphere bodies, either
+/// `{ min, max, classes }` (uniform over `classes` evenly spaced radii) or
+/// `{ values, fractions }` (fractions by number).
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RadiusCfg {
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub classes: Option<u32>,
+    pub values: Option<Vec<f64>>,
+    pub fractions: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct GenerateCfg {
     pub kind: GenerateKind,
-    pub shape: String,
+    /// Shape of the bodies (files: only when the file has no radius column).
+    pub shape: Option<String>,
+    /// Radius distribution of sphere bodies (lattice, random); replaces the
+    /// radius of `shape`, which must be a sphere.
+    pub radius: Option<RadiusCfg>,
+    /// File: path (relative to the config file).
+    pub file: Option<PathBuf>,
+    /// File: "frames", "csv", "lammps-data" or "lammps-dump" (default from
+    /// the extension: .h5 frames, .csv csv, .data lammps-data, .dump lammps-dump).
+    pub format: Option<crate::scene::sources::FileFormat>,
+    /// File (frames.h5): the step of the frame to start from (default the last).
+    pub frame: Option<u64>,
+    /// Random: "cells" (parallel, default) or "sequential".
+    pub method: Option<RandomMethod>,
     pub material: Option<String>,
     /// Lattice: first centre. Pyramid: centre of the base layer's bottom.
     pub origin: Option<[f64; 3]>,

@@ -2,31 +2,53 @@
 use crate::scene::Scene;
 use std::fmt::Write;
 
-/// Bytes a body costs on its owner: state, mass properties, solver vectors.
-const BYTES_PER_BODY: usize = 8 + 4 + 4 + 3 * 24 + 32 + 8 + 72 + 2 + 6 * 8 * 6;
-/// Bytes a contact costs (geometry, forces, matrix rows: 12 nonzeros).
-const BYTES_PER_CONTACT: usize = 2 * 8 + 8 + 4 * 24 + 8 * 4 + 12 * 12;
-/// Contacts per body in a dense packing of spheres.
-const CONTACTS_PER_BODY: usize = 6;
-
-/// Bodies per shape, total mass, bounding box and a memory estimate.
-pub fn summary(scene: &Scene, ranks: usize) -> String {
+/// Bodies per shape, total mass, bounding box and the memory estimate of
+/// the distributed layout (`startup::estimate`). Generated bodies are
+/// counted by their sources (radius classes: expected numbers).
+pub fn summary(scene: &Scene, mem: &crate::startup::MemoryEstimate) -> String {
     let b = &scene.bodies;
+    let ranks = mem.ranks;
     let mut s = String::new();
     let sim = &scene.simulation;
     let steps = (sim.t_end / sim.dt).ceil() as u64;
     let _ = writeln!(s, "solver       {} ({}D), dt = {:e}, t_end = {:e} ({steps} steps)", sim.solver.name(), sim.dim, sim.dt, sim.t_end);
-    let _ = writeln!(s, "bodies       {} ({} fixed)", b.len(), b.fixed.iter().filter(|&&f| f).count());
+    // Expected bodies per shape and moving mass of the sources.
+    let mut per_shape = vec![0.0f64; scene.shapes.len()];
+    let mut mass: f64 = (0..b.len()).filter(|&i| !b.fixed[i]).map(|i| b.mass[i]).sum();
+    for &sh in &b.shape {
+        per_shape[sh as usize] += 1.0;
+    }
+    for src in &scene.sources {
+        let n = src.count.unwrap_or(0) as f64;
+        let rho = scene.materials[src.material as usize].density;
+        let mut prev = 0.0;
+        for (c, &sh) in src.classes.shape.iter().enumerate() {
+            let share = n * (src.classes.cumulative[c] - prev);
+            prev = src.classes.cumulative[c];
+            per_shape[sh as usize] += share;
+            if !src.fixed {
+                mass += share * rho * scene.shapes[sh as usize].unit_mass_properties().volume;
+            }
+        }
+    }
+    let files = scene.sources.iter().filter(|s| s.count.is_none()).count();
+    let _ = writeln!(
+        s,
+        "bodies       {}{} ({} explicit, {} fixed)",
+        scene.known_count(),
+        if files > 0 { format!(" + {} from file(s)", mem.bodies - scene.known_count()) } else { String::new() },
+        b.len(),
+        b.fixed.iter().filter(|&&f| f).count()
+    );
     for (k, name) in scene.shape_names.iter().enumerate() {
-        let n = b.shape.iter().filter(|&&x| x as usize == k).count();
+        let n = per_shape[k].round() as u64;
         let kind = match &scene.shapes[k] {
             crate::body::Shape::Sphere { radius } => format!("sphere r = {radius:e}"),
             crate::body::Shape::Mesh(m) => format!("mesh, {} triangles", m.triangles.len()),
         };
         let _ = writeln!(s, "  shape {name:<12} {n:>10} bodies  ({kind})");
     }
-    let mass: f64 = (0..b.len()).filter(|&i| !b.fixed[i]).map(|i| b.mass[i]).sum();
-    let _ = writeln!(s, "mass         {mass:.6e} (moving bodies)");
+    let _ = writeln!(s, "mass         {mass:.6e} (moving bodies{})", if files > 0 { ", without files" } else { "" });
     let (lo, hi) = scene.bounding_box();
     let _ = writeln!(
         s,
@@ -50,33 +72,19 @@ pub fn summary(scene: &Scene, ranks: usize) -> String {
             );
         }
     }
-    let mesh_bytes: usize = scene
-        .shapes
-        .iter()
-        .map(|sh| match sh {
-            crate::body::Shape::Mesh(m) => m.vertices.len() * 24 + m.triangles.len() * 12,
-            _ => 0,
-        })
-        .sum();
-    let total = b.len() * (BYTES_PER_BODY + CONTACTS_PER_BODY * BYTES_PER_CONTACT) + mesh_bytes * ranks.max(1);
+    let h = crate::startup::human;
     let _ = writeln!(
         s,
-        "memory       ~{} in total, ~{} per rank on {} rank(s) (plus ghosts)",
-        human(total),
-        human(total / ranks.max(1)),
-        ranks.max(1)
+        "memory       ~{} per rank on {ranks} rank(s): {} bodies per rank with ghosts x ~{} bytes (with {} contacts each), ~{} in total",
+        h(mem.bytes_per_rank),
+        mem.bodies_per_rank,
+        mem.bytes_per_body,
+        crate::startup::CONTACTS_PER_BODY,
+        h(mem.bytes_per_rank.saturating_mul(ranks as u64))
     );
+    if let Some(node) = mem.node_memory {
+        let _ = writeln!(s, "node memory  {} for {} rank(s) on this node", h(node), mem.ranks_on_node);
+    }
     let _ = write!(s, "output       {} (frame every {} steps)", scene.output.dir.display(), scene.output.every);
     s
-}
-
-fn human(bytes: usize) -> String {
-    let b = bytes as f64;
-    if b >= 1e9 {
-        format!("{:.1} GB", b / 1e9)
-    } else if b >= 1e6 {
-        format!("{:.1} MB", b / 1e6)
-    } else {
-        format!("{:.1} kB", b / 1e3)
-    }
 }

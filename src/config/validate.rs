@@ -2,6 +2,7 @@
 use super::schema::*;
 use super::ConfigError;
 use crate::body::{Bodies, Body, Shape, TriMesh, DOF_2D, DOF_ALL, DOF_NONE};
+use crate::scene::sources::{FileFormat, RadiusClasses, Source, SourceKind};
 use crate::scene::{generate, CompatSettings, ContactSettings, DemSettings, Load, SolverKind, Material, Output, Scene, Simulation, SolverSettings, Wall, WallMotion};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::collections::HashMap;
@@ -120,94 +121,15 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
         origin.push(format!("body[{i}]"));
     }
 
-    for (k, g) in cfg.generate.iter().enumerate() {
-        let key = |f: &str| format!("generate[{k}].{f}");
-        let shape = find_shape(key("shape"), &g.shape)?;
-        let material = find_mat(key("material"), &g.material)?;
-        let parity = match &g.material_by_parity {
-            None => None,
-            Some([even, odd]) => {
-                if g.material.is_some() {
-                    return Err(c.err(key("material_by_parity"), "give either `material` or `material_by_parity`, not both"));
-                }
-                Some([
-                    find_mat(key("material_by_parity"), &Some(even.clone()))?,
-                    find_mat(key("material_by_parity"), &Some(odd.clone()))?,
-                ])
-            }
-        };
-        let radius = shapes[shape as usize].bounding_radius();
-        let gap = c.non_negative(&key("gap"), g.gap)?;
-        let velocity = c.finite3(&key("velocity"), g.velocity)?;
-        let need3 = |f: &str, v: Option<[f64; 3]>| -> Result<Vector3<f64>, ConfigError> {
-            let v = v.ok_or_else(|| c.err(key(f), format!("required for kind = {:?}", g.kind).to_lowercase()))?;
-            c.finite3(&key(f), v)
-        };
-        let placed: Vec<(Vector3<f64>, Vector3<f64>, bool)> = match g.kind {
-            GenerateKind::Lattice => {
-                let origin = need3("origin", g.origin)?;
-                let n = match &g.count {
-                    Some(CountCfg::Three(n)) if n.iter().all(|&x| x >= 1) => *n,
-                    Some(_) => return Err(c.err(key("count"), "must be [nx, ny, nz], each at least 1")),
-                    None => return Err(c.err(key("count"), "required for kind = lattice")),
-                };
-                generate::lattice(origin, n, 2.0 * radius + gap).into_iter().map(|p| (p, velocity, g.fixed)).collect()
-            }
-            GenerateKind::Pyramid => {
-                if !matches!(shapes[shape as usize], Shape::Sphere { .. }) {
-                    return Err(c.err(key("shape"), "a pyramid is built of spheres"));
-                }
-                let origin = need3("origin", g.origin)?;
-                let n = g.n.ok_or_else(|| c.err(key("n"), "required for kind = pyramid"))?;
-                if n == 0 {
-                    return Err(c.err(key("n"), "must be at least 1"));
-                }
-                let layer_gap = c.non_negative(&key("layer_gap"), g.layer_gap)?;
-                let fix_base = g.fix_base.unwrap_or(true);
-                generate::pyramid(origin, n, radius, gap, layer_gap)
-                    .into_iter()
-                    .map(|(p, layer)| (p, velocity, g.fixed || (fix_base && layer == 0)))
-                    .collect()
-            }
-            GenerateKind::Random => {
-                let lo = need3("box_min", g.box_min)?;
-                let hi = need3("box_max", g.box_max)?;
-                if (0..3).any(|d| hi[d] - lo[d] < 2.0 * radius) {
-                    return Err(c.err(key("box_max"), "the box must be larger than one body in every direction"));
-                }
-                let count = match &g.count {
-                    Some(CountCfg::One(n)) if *n >= 1 => *n,
-                    Some(_) => return Err(c.err(key("count"), "must be a single number, at least 1")),
-                    None => return Err(c.err(key("count"), "required for kind = random")),
-                };
-                let speed = c.non_negative(&key("random_speed"), g.random_speed)?;
-                let (pos, vel) = generate::random_pack(lo, hi, count, radius, gap, simulation.dim, g.seed, speed)
-                    .map_err(|placed| {
-                        c.err(key("count"), format!("only {placed} of {count} bodies fit in the box without overlap"))
-                    })?;
-                pos.into_iter().zip(vel).map(|(p, v)| (p, velocity + v, g.fixed)).collect()
-            }
-        };
-        if g.random_orientation && !matches!(g.kind, GenerateKind::Random | GenerateKind::Lattice) {
-            return Err(c.err(key("random_orientation"), "only for kind = random or lattice"));
-        }
-        let turns = if g.random_orientation { generate::random_orientations(placed.len(), g.seed) } else { Vec::new() };
-        for (j, (p, v, fixed)) in placed.into_iter().enumerate() {
-            let id = bodies.len() as u64;
-            let material = parity.map_or(material, |m| m[(id % 2) as usize]);
-            let mut body = make(id, shape, material, p, fixed);
-            if let Some(q) = turns.get(j) {
-                body.orientation = *q;
-            }
-            if !fixed {
-                body.velocity = v;
-            }
-            bodies.push(body);
-            origin.push(format!("generate[{k}]"));
-        }
+    let (sources, extra_shapes) = sources(&c, &cfg, &simulation, &shapes, &shape_names, &materials, &find_shape, &find_mat, bodies.len() as u64)?;
+    let mut shapes = shapes;
+    let mut shape_names = shape_names;
+    for (s, n) in extra_shapes {
+        shapes.push(s);
+        shape_names.push(n);
     }
 
-    if bodies.is_empty() {
+    if bodies.is_empty() && sources.is_empty() {
         return Err(c.err("body", "the scene is empty: add [[body]] or [[generate]] entries"));
     }
     if simulation.dim == 2 {
@@ -306,19 +228,36 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
     if !(imbalance.is_finite() && imbalance >= 1.0) {
         return Err(c.err("parallel.imbalance", format!("must be a number of at least 1, got {imbalance}")));
     }
-    let dem = dem_settings(&c, &cfg.dem, &simulation, &bodies, &contact)?;
+    // The heaviest moving body, explicit or generated (files: their `shape`).
+    let mut m_max = (0..bodies.len()).filter(|&i| !bodies.fixed[i]).map(|i| bodies.mass[i]).fold(0.0, f64::max);
+    for src in sources.iter().filter(|s| !s.fixed) {
+        let mats = src.parity.map_or(vec![src.material], |m| m.to_vec());
+        for &sh in &src.classes.shape {
+            for &m in &mats {
+                m_max = m_max.max(materials[m as usize].density * shapes[sh as usize].unit_mass_properties().volume);
+            }
+        }
+    }
+    let dem = dem_settings(&c, &cfg.dem, &simulation, m_max, &contact)?;
     if simulation.solver == SolverKind::Dem {
         check_dem_gaps(&c, &bodies, &shapes, &walls, &origin)?;
+        if let Some(src) = sources.iter().find(|s| touching_by_construction(s)) {
+            return Err(c.err(
+                format!("{}.gap", src.key),
+                "solver = \"dem\" needs a positive initial gap between all bodies (set `gap` > 0 in the generators): neighbours of this generator touch",
+            ));
+        }
     }
     let compat = compat_settings(&c, &cfg.compatibility, &mat_index)?;
-    let loads = loads(&c, &cfg.load, &simulation, &bodies)?;
-    let periodic = periodic(&c, &cfg.parallel, &bodies, &shapes, &contact)?;
+    let loads = loads(&c, &cfg.load, &simulation, &bodies, &sources)?;
+    let periodic = periodic(&c, &cfg.parallel, &bodies, &shapes, &contact, &sources)?;
     Ok(Scene {
         simulation,
         materials,
         shapes,
         shape_names,
         bodies,
+        sources,
         walls,
         output,
         solver,
@@ -389,7 +328,7 @@ fn dem_settings(
     c: &Ctx,
     d: &DemCfg,
     sim: &Simulation,
-    bodies: &Bodies,
+    m_max: f64,
     contact: &ContactSettings,
 ) -> Result<DemSettings, ConfigError> {
     let opt = |key: &str, v: Option<f64>, default: f64| -> Result<f64, ConfigError> {
@@ -417,7 +356,6 @@ fn dem_settings(
     if !(n2.is_finite() && n2 < 0.0) {
         return Err(c.err("dem.n2", format!("must be negative (a barrier), got {n2}")));
     }
-    let m_max = (0..bodies.len()).filter(|&i| !bodies.fixed[i]).map(|i| bodies.mass[i]).fold(0.0, f64::max);
     let m_max = if m_max > 0.0 { m_max } else { 1.0 };
     let weight = m_max * sim.gravity.norm().max(1.0);
     let eps1 = opt("dem.eps1", d.eps1, 100.0 * weight / (gbar * (1.0 - f)).powf(n1))?;
@@ -476,18 +414,19 @@ fn dem_settings(
 /// `[[load]]` entries -> [`Load`]s: the body must exist and move, at most
 /// one load per body, finite values, a ramp that does not run backwards,
 /// and only with the DEM solver.
-fn loads(c: &Ctx, cfg: &[LoadCfg], sim: &Simulation, bodies: &Bodies) -> Result<Vec<Load>, ConfigError> {
+fn loads(c: &Ctx, cfg: &[LoadCfg], sim: &Simulation, bodies: &Bodies, sources: &[Source]) -> Result<Vec<Load>, ConfigError> {
+    let files = sources.iter().any(|s| s.count.is_none());
+    let n = bodies.len() as u64 + sources.iter().filter_map(|s| s.count).sum::<u64>();
     let mut out: Vec<Load> = Vec::new();
     for (i, l) in cfg.iter().enumerate() {
         let key = |f: &str| format!("load[{i}].{f}");
         if sim.solver != SolverKind::Dem {
             return Err(c.err(format!("load[{i}]"), format!("external loads need solver = \"dem\", not \"{}\"", sim.solver.name())));
         }
-        let n = bodies.len() as u64;
-        if l.body >= n {
+        if l.body >= n && !files {
             return Err(c.err(key("body"), format!("no body with id {} (the scene has {n} bodies, ids 0..{})", l.body, n - 1)));
         }
-        if bodies.fixed[l.body as usize] {
+        if fixed_body(bodies, sources, l.body) == Some(true) {
             return Err(c.err(key("body"), format!("body {} is fixed: a load on it does nothing", l.body)));
         }
         if let Some(j) = out.iter().position(|o| o.body == l.body) {
@@ -572,6 +511,7 @@ fn periodic(
     bodies: &Bodies,
     shapes: &[Shape],
     contact: &ContactSettings,
+    sources: &[Source],
 ) -> Result<Option<crate::scene::Periodic>, ConfigError> {
     if !cfg.periodic.iter().any(|&p| p) {
         return Ok(None);
@@ -590,6 +530,14 @@ fn periodic(
         let p = bodies.position[i];
         if (0..3).any(|a| cfg.periodic[a] && (p[a] < lo[a] || p[a] >= hi[a])) {
             return Err(c.err("parallel.box_min", format!("body {i} lies outside the periodic box")));
+        }
+    }
+    for src in sources {
+        if let Some((a, b)) = src.bounds() {
+            let r = src.classes.max();
+            if (0..3).any(|k| cfg.periodic[k] && (a[k] + r < lo[k] || b[k] - r >= hi[k])) {
+                return Err(c.err(&src.key, "places bodies outside the periodic box"));
+            }
         }
     }
     Ok(Some(crate::scene::Periodic { lo, hi, axes: cfg.periodic }))
@@ -764,6 +712,257 @@ fn check_overlaps(
         }
     }
     Ok(())
+}
+
+/// Whether body `id` is fixed, when the config alone says (not for files).
+fn fixed_body(bodies: &Bodies, sources: &[Source], id: u64) -> Option<bool> {
+    if (id as usize) < bodies.len() {
+        return Some(bodies.fixed[id as usize]);
+    }
+    let src = sources.iter().find(|s| s.count.is_some_and(|n| id >= s.first_id && id < s.first_id + n))?;
+    Some(match &src.kind {
+        SourceKind::Pyramid { n, fix_base, .. } => src.fixed || (*fix_base && id - src.first_id < (*n as u64).pow(2)),
+        _ => src.fixed,
+    })
+}
+
+/// Lattices and pyramids without a gap place touching neighbours.
+fn touching_by_construction(s: &Source) -> bool {
+    match &s.kind {
+        SourceKind::Lattice { n, spacing, .. } => *spacing <= 2.0 * s.classes.max() && !s.fixed && n.iter().any(|&k| k > 1),
+        SourceKind::Pyramid { n, radius, gap, .. } => *gap <= 0.0 && *n > 1 && !s.fixed && *radius > 0.0,
+        _ => false,
+    }
+}
+
+/// `radius = {...}` -> radius classes, with one derived sphere shape per
+/// class (named `<shape>#<c>`), pushed to `extra` (indices from `first_shape`).
+fn radius_classes(
+    c: &Ctx,
+    key: &dyn Fn(&str) -> String,
+    cfg: &RadiusCfg,
+    base: &str,
+    first_shape: u32,
+    extra: &mut Vec<(Shape, String)>,
+) -> Result<RadiusClasses, ConfigError> {
+    let k = key("radius");
+    let (radii, fractions): (Vec<f64>, Vec<f64>) = match (cfg.min, cfg.max, &cfg.values, &cfg.fractions) {
+        (Some(lo), Some(hi), None, None) => {
+            let lo = c.positive(&k, lo)?;
+            let hi = c.positive(&k, hi)?;
+            if hi < lo {
+                return Err(c.err(&k, format!("max = {hi} is below min = {lo}")));
+            }
+            let n = cfg.classes.unwrap_or(16);
+            if !(1..=1024).contains(&n) {
+                return Err(c.err(&k, format!("classes must be between 1 and 1024, got {n}")));
+            }
+            let r = (0..n).map(|i| if n == 1 { 0.5 * (lo + hi) } else { lo + (hi - lo) * i as f64 / (n - 1) as f64 }).collect();
+            (r, vec![1.0 / n as f64; n as usize])
+        }
+        (None, None, Some(v), Some(f)) if cfg.classes.is_none() => {
+            if v.is_empty() || v.len() != f.len() || v.len() > 1024 {
+                return Err(c.err(&k, "values and fractions need the same length (1 to 1024 entries)"));
+            }
+            for &r in v {
+                c.positive(&k, r)?;
+            }
+            for &x in f {
+                c.non_negative(&k, x)?;
+            }
+            let sum: f64 = f.iter().sum();
+            if (sum - 1.0).abs() > 1e-6 {
+                return Err(c.err(&k, format!("fractions must sum to 1, got {sum}")));
+            }
+            (v.clone(), f.iter().map(|x| x / sum).collect())
+        }
+        _ => return Err(c.err(&k, "give either { min, max, classes } or { values, fractions }")),
+    };
+    let mut out = RadiusClasses { shape: Vec::new(), radius: Vec::new(), cumulative: Vec::new() };
+    let mut acc = 0.0;
+    for (i, (r, f)) in radii.iter().zip(&fractions).enumerate() {
+        acc += f;
+        out.shape.push(first_shape + extra.len() as u32);
+        out.radius.push(*r);
+        out.cumulative.push(if i + 1 == radii.len() { 1.0 } else { acc });
+        extra.push((Shape::Sphere { radius: *r }, format!("{base}#{i}")));
+    }
+    Ok(out)
+}
+
+type FindShape<'a> = dyn Fn(String, &str) -> Result<u32, ConfigError> + 'a;
+type FindMat<'a> = dyn Fn(String, &Option<String>) -> Result<u32, ConfigError> + 'a;
+/// Sphere shapes a radius distribution adds, with their names.
+type ExtraShapes = Vec<(Shape, String)>;
+
+/// `[[generate]]` entries -> sources (expanded at start-up), plus the sphere
+/// shapes their radius distributions add.
+#[allow(clippy::too_many_arguments)]
+fn sources(
+    c: &Ctx,
+    cfg: &Config,
+    simulation: &Simulation,
+    shapes: &[Shape],
+    shape_names: &[String],
+    _materials: &[crate::scene::Material],
+    find_shape: &FindShape,
+    find_mat: &FindMat,
+    n_explicit: u64,
+) -> Result<(Vec<Source>, ExtraShapes), ConfigError> {
+    let mut out: Vec<Source> = Vec::new();
+    let mut extra: Vec<(Shape, String)> = Vec::new();
+    let mut next_id = n_explicit;
+    for (k, g) in cfg.generate.iter().enumerate() {
+        let key = |f: &str| format!("generate[{k}].{f}");
+        let kind_name = format!("{:?}", g.kind).to_lowercase();
+        let shape = match &g.shape {
+            Some(name) => Some(find_shape(key("shape"), name)?),
+            None if g.kind == GenerateKind::File => None,
+            None => return Err(c.err(key("shape"), format!("required for kind = {kind_name}"))),
+        };
+        let material = find_mat(key("material"), &g.material)?;
+        let parity = match &g.material_by_parity {
+            None => None,
+            Some([even, odd]) => {
+                if g.material.is_some() {
+                    return Err(c.err(key("material_by_parity"), "give either `material` or `material_by_parity`, not both"));
+                }
+                Some([find_mat(key("material_by_parity"), &Some(even.clone()))?, find_mat(key("material_by_parity"), &Some(odd.clone()))?])
+            }
+        };
+        let gap = c.non_negative(&key("gap"), g.gap)?;
+        let velocity = c.finite3(&key("velocity"), g.velocity)?;
+        if simulation.dim == 2 && velocity.z != 0.0 {
+            return Err(c.err(key("velocity"), "in 2D every body lies in z = 0 and moves in x-y"));
+        }
+        let need3 = |f: &str, v: Option<[f64; 3]>| -> Result<Vector3<f64>, ConfigError> {
+            let v = v.ok_or_else(|| c.err(key(f), format!("required for kind = {kind_name}")))?;
+            c.finite3(&key(f), v)
+        };
+        let unused = |f: &str, present: bool| -> Result<(), ConfigError> {
+            if present {
+                Err(c.err(key(f), format!("does not apply to kind = {kind_name}")))
+            } else {
+                Ok(())
+            }
+        };
+        if g.kind != GenerateKind::File {
+            unused("file", g.file.is_some())?;
+            unused("format", g.format.is_some())?;
+            unused("frame", g.frame.is_some())?;
+        }
+        if g.kind != GenerateKind::Random {
+            unused("method", g.method.is_some())?;
+        }
+        let classes = match (&g.radius, shape) {
+            (Some(rc), Some(sh)) => {
+                if !matches!(g.kind, GenerateKind::Lattice | GenerateKind::Random) {
+                    return Err(c.err(key("radius"), "a radius distribution is for kind = lattice or random"));
+                }
+                if !matches!(shapes[sh as usize], Shape::Sphere { .. }) {
+                    return Err(c.err(key("radius"), "a radius distribution needs a sphere `shape`"));
+                }
+                let first = (shapes.len() + extra.len()) as u32;
+                radius_classes(c, &key, rc, &shape_names[sh as usize], first, &mut extra)?
+            }
+            (Some(_), None) => return Err(c.err(key("radius"), "needs a sphere `shape`")),
+            (None, Some(sh)) => RadiusClasses::single(sh, shapes[sh as usize].bounding_radius()),
+            (None, None) => RadiusClasses { shape: Vec::new(), radius: Vec::new(), cumulative: Vec::new() },
+        };
+        let rmax = classes.max();
+        let (kind, count) = match g.kind {
+            GenerateKind::Lattice => {
+                let origin = need3("origin", g.origin)?;
+                let n = match &g.count {
+                    Some(CountCfg::Three(n)) if n.iter().all(|&x| x >= 1) => *n,
+                    Some(_) => return Err(c.err(key("count"), "must be [nx, ny, nz], each at least 1")),
+                    None => return Err(c.err(key("count"), "required for kind = lattice")),
+                };
+                let count = n[0].checked_mul(n[1]).and_then(|m| m.checked_mul(n[2]));
+                let count = count.ok_or_else(|| c.err(key("count"), format!("{n:?} overflows the body count")))?;
+                if simulation.dim == 2 && (n[2] != 1 || origin.z != 0.0) {
+                    return Err(c.err(format!("generate[{k}]"), "in 2D every body lies in z = 0: give count = [nx, ny, 1] and origin z = 0"));
+                }
+                (SourceKind::Lattice { origin, n, spacing: 2.0 * rmax + gap }, count)
+            }
+            GenerateKind::Pyramid => {
+                if !matches!(shapes[shape.unwrap() as usize], Shape::Sphere { .. }) {
+                    return Err(c.err(key("shape"), "a pyramid is built of spheres"));
+                }
+                if simulation.dim == 2 {
+                    return Err(c.err(format!("generate[{k}]"), "a pyramid is three-dimensional (simulation.dim = 2)"));
+                }
+                let origin = need3("origin", g.origin)?;
+                let n = g.n.ok_or_else(|| c.err(key("n"), "required for kind = pyramid"))?;
+                if n == 0 {
+                    return Err(c.err(key("n"), "must be at least 1"));
+                }
+                let layer_gap = c.non_negative(&key("layer_gap"), g.layer_gap)?;
+                let count = (n as u64) * (n as u64 + 1) * (2 * n as u64 + 1) / 6;
+                let fix_base = g.fix_base.unwrap_or(true);
+                (SourceKind::Pyramid { origin, n, radius: rmax, gap, layer_gap, fix_base }, count)
+            }
+            GenerateKind::Random => {
+                let lo = need3("box_min", g.box_min)?;
+                let hi = need3("box_max", g.box_max)?;
+                if (0..3).any(|d| hi[d] - lo[d] < 2.0 * rmax) {
+                    return Err(c.err(key("box_max"), "the box must be larger than one body in every direction"));
+                }
+                let count = match &g.count {
+                    Some(CountCfg::One(n)) if *n >= 1 => *n,
+                    Some(_) => return Err(c.err(key("count"), "must be a single number, at least 1")),
+                    None => return Err(c.err(key("count"), "required for kind = random")),
+                };
+                let sequential = g.method == Some(RandomMethod::Sequential);
+                if sequential && classes.radius.len() > 1 {
+                    return Err(c.err(key("method"), "method = \"sequential\" takes one radius (no `radius` distribution)"));
+                }
+                let speed = c.non_negative(&key("random_speed"), g.random_speed)?;
+                (SourceKind::Random { lo, hi, gap, speed, sequential }, count)
+            }
+            GenerateKind::File => {
+                let path = g.file.clone().ok_or_else(|| c.err(key("file"), "required for kind = file"))?;
+                let format = match g.format {
+                    Some(f) => f,
+                    None => match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+                        "h5" | "hdf5" => FileFormat::Frames,
+                        "csv" => FileFormat::Csv,
+                        "data" => FileFormat::LammpsData,
+                        "dump" | "lammpstrj" => FileFormat::LammpsDump,
+                        e => return Err(c.err(key("format"), format!("cannot tell the format from the extension `.{e}`: give format = \"frames\", \"csv\", \"lammps-data\" or \"lammps-dump\""))),
+                    },
+                };
+                if g.frame.is_some() && format != FileFormat::Frames {
+                    return Err(c.err(key("frame"), "only for a frames.h5 file"));
+                }
+                unused("count", g.count.is_some())?;
+                unused("random_orientation", g.random_orientation)?;
+                (SourceKind::File { path, format, frame: g.frame }, u64::MAX)
+            }
+        };
+        if g.random_orientation && !matches!(g.kind, GenerateKind::Random | GenerateKind::Lattice) {
+            return Err(c.err(key("random_orientation"), "only for kind = random or lattice"));
+        }
+        let count = (count != u64::MAX).then_some(count);
+        out.push(Source {
+            key: format!("generate[{k}]"),
+            kind,
+            first_id: next_id,
+            count,
+            classes,
+            material,
+            parity,
+            velocity,
+            fixed: g.fixed,
+            random_orientation: g.random_orientation,
+            seed: g.seed,
+        });
+        if let Some(n) = count {
+            next_id = next_id.checked_add(n).ok_or_else(|| c.err(key("count"), "the body count overflows"))?;
+        }
+    }
+    // Files come after every counted body, in file order (set at start-up).
+    Ok((out, extra))
 }
 
 #[cfg(test)]

@@ -606,7 +606,7 @@ fn read_local(path: &Path, rank: u64, size: u64) -> Result<LocalRead, IoError> {
 }
 
 /// Reads `/shapes/0..` in index order.
-fn read_shapes(file: &hdf5::File) -> Result<(Vec<Shape>, Vec<String>), String> {
+pub(crate) fn read_shapes(file: &hdf5::File) -> Result<(Vec<Shape>, Vec<String>), String> {
     let sg = file.group("shapes").map_err(|e| format!("group /shapes: {e}"))?;
     let n = sg.len() as usize;
     let (mut shapes, mut names) = (Vec::with_capacity(n), Vec::with_capacity(n));

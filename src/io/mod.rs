@@ -4,7 +4,9 @@
 //! All functions taking a communicator are collective: every rank calls them
 //! in the same order, and an error on one rank is returned on every rank
 //! (never one rank failing while the others wait in a collective).
+pub mod body_files;
 pub mod checkpoint;
+pub mod frame_read;
 pub mod frames;
 pub mod redistribute;
 pub mod table;

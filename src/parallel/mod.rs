@@ -2,6 +2,7 @@
 //! errors, broadcasts. Solvers use these; they never call MPI directly.
 pub mod domain;
 pub mod exchange;
+pub mod memory;
 pub mod ownership;
 pub mod records;
 

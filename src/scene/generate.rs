@@ -1,5 +1,8 @@
 //! Scene generators: lattice, cannonball pyramid, random loose pack. All are
-//! deterministic, so every rank (and every rank count) builds the same scene.
+//! deterministic and indexable: a body's position, radius and orientation
+//! follow from its index within the generator (the random pack: from its cell
+//! of a global grid), so each rank computes only the bodies of its region and
+//! every rank count gets the same scene (see `crate::startup`).
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::collections::HashMap;
 
@@ -43,12 +46,20 @@ pub fn pyramid(origin: Vector3<f64>, n: u32, r: f64, gap: f64, layer_gap: f64) -
 /// reproducible across versions and machines.
 pub struct SplitMix64(u64);
 
+/// The increment of SplitMix64's state per draw.
+const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
 impl SplitMix64 {
     pub fn new(seed: u64) -> Self {
         Self(seed)
     }
+    /// The stream of `seed` after `n` draws (the state is seed + n γ), so
+    /// draw n of a stream costs O(1).
+    pub fn at(seed: u64, n: u64) -> Self {
+        Self(seed.wrapping_add(n.wrapping_mul(GOLDEN_GAMMA)))
+    }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        self.0 = self.0.wrapping_add(GOLDEN_GAMMA);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -140,6 +151,17 @@ pub fn random_orientations(count: usize, seed: u64) -> Vec<UnitQuaternion<f64>> 
         .collect()
 }
 
+/// Orientation `j` of the stream of [`random_orientations`]`(_, seed)`,
+/// without drawing the ones before it.
+pub fn orientation_at(seed: u64, j: u64) -> UnitQuaternion<f64> {
+    let mut rng = SplitMix64::at(seed ^ 0x6F72_6965_6E74_6174, 3 * j);
+    let tau = std::f64::consts::TAU;
+    let (u1, u2, u3) = (rng.uniform(), rng.uniform(), rng.uniform());
+    let (a, b) = ((1.0 - u1).sqrt(), u1.sqrt());
+    let q = Quaternion::new(b * (tau * u3).cos(), a * (tau * u2).sin(), a * (tau * u2).cos(), b * (tau * u3).sin());
+    UnitQuaternion::from_quaternion(q)
+}
+
 /// Index pairs (a < b, sorted) of spheres (centre, radius) that touch or
 /// overlap, by a uniform grid of cell size twice the largest radius.
 pub fn close_pairs(spheres: &[(Vector3<f64>, f64)]) -> Vec<(usize, usize)> {
@@ -208,6 +230,14 @@ mod tests {
         let angle = q.iter().map(|q| q.angle()).sum::<f64>() / n;
         let expected = std::f64::consts::FRAC_PI_2 + 2.0 / std::f64::consts::PI;
         assert!((angle - expected).abs() < 0.02, "{angle} vs {expected}");
+    }
+
+    #[test]
+    fn orientation_at_jumps_into_the_stream() {
+        let q = random_orientations(50, 9);
+        for j in [0usize, 1, 17, 49] {
+            assert_eq!(orientation_at(9, j as u64), q[j]);
+        }
     }
 
     #[test]

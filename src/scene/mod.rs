@@ -1,6 +1,7 @@
 //! The resolved scene a run starts from: everything the solvers need, nothing
 //! TOML-specific. Built by `config` (validation) through the generators here.
 pub mod generate;
+pub mod sources;
 use crate::body::{Bodies, Shape};
 use nalgebra::Vector3;
 
@@ -352,7 +353,11 @@ pub struct Scene {
     pub shapes: Vec<Shape>,
     /// Names of the shapes, in the order of `shapes`.
     pub shape_names: Vec<String>,
+    /// The explicit `[[body]]` bodies (ids 0..), on every rank.
     pub bodies: Bodies,
+    /// `[[generate]]` sources, expanded at start-up by each rank for its
+    /// own region (`crate::startup`).
+    pub sources: Vec<sources::Source>,
     pub walls: Vec<Wall>,
     pub output: Output,
     pub solver: SolverSettings,
@@ -404,10 +409,20 @@ impl Scene {
         (lo, hi)
     }
 
-    /// Axis-aligned box holding every body's bounding sphere.
+    /// Bodies of the explicit entries and the generators (not files).
+    pub fn known_count(&self) -> u64 {
+        self.bodies.len() as u64 + self.sources.iter().filter_map(|s| s.count).sum::<u64>()
+    }
+
+    /// Axis-aligned box holding every body's bounding sphere (explicit
+    /// bodies and generators; files are added at start-up).
     pub fn bounding_box(&self) -> (Vector3<f64>, Vector3<f64>) {
         let mut lo = Vector3::repeat(f64::INFINITY);
         let mut hi = Vector3::repeat(f64::NEG_INFINITY);
+        for (a, b) in self.sources.iter().filter_map(|s| s.bounds()) {
+            lo = lo.inf(&a);
+            hi = hi.sup(&b);
+        }
         for i in 0..self.bodies.len() {
             let r = self.shapes[self.bodies.shape[i] as usize].bounding_radius();
             lo = lo.inf(&self.bodies.position[i].add_scalar(-r));

@@ -1,0 +1,644 @@
+//! Start-up of a fresh run: every rank creates (generators) or reads (files)
+//! only the bodies of its own region, so no rank ever holds the whole scene.
+//!
+//! 1. Files: each rank keeps a share of the rows (frames.h5: its hyperslab;
+//!    text files: every P-th row of a streamed pass).
+//! 2. Rank boxes: the process grid over the scene's box, which comes from
+//!    the generators' analytic bounds, the explicit bodies and a reduction
+//!    of the file bodies' bounds: no body positions are gathered anywhere.
+//! 3. Generators: each rank computes the bodies of its own box (the random
+//!    pack: the cells it owns, colour by colour, trading the bodies of its
+//!    boundary cells with the ranks owning their neighbours).
+//! 4. One migration moves the file bodies to their owners; the bodies are
+//!    checked against the walls and the explicit bodies where they are.
+use crate::body::{Bodies, Body, MassProperties, Shape, DOF_2D, DOF_ALL, DOF_NONE};
+use crate::io::body_files::{self, FileBody};
+use crate::io::frame_read;
+use crate::parallel::domain::Domain;
+use crate::parallel::records::{send_to, FlatRecords};
+use crate::parallel::{exchange, memory, Comm};
+use crate::scene::generate::{self, orientation_at};
+use crate::scene::sources::{lattice_in, pyramid_in, fill_cell, CellGrid, FileFormat, Packing, Source, SourceKind};
+use crate::scene::{Scene, SolverKind};
+use mpi::collective::SystemOperation;
+use mpi::traits::*;
+use nalgebra::{UnitQuaternion, Vector3};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Bad input found at start-up (exit status 2): one line.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct StartupError(pub String);
+
+/// This rank's bodies and what start-up cost.
+pub struct Startup {
+    /// Owned bodies (by the grid over the scene box), sorted by id.
+    pub bodies: Bodies,
+    /// Largest number of bodies this rank held at once during start-up
+    /// (own, file rows, neighbours' random-pack cells).
+    pub max_held: u64,
+}
+
+/// Bytes a body costs on its owner (state, mass properties, solver vectors)
+/// and bytes per contact (geometry, forces, matrix rows), as in `check`.
+pub const BYTES_PER_BODY: u64 = 8 + 4 + 4 + 3 * 24 + 32 + 8 + 72 + 2 + 6 * 8 * 6;
+pub const BYTES_PER_CONTACT: u64 = 2 * 8 + 8 + 4 * 24 + 8 * 4 + 12 * 12;
+/// Contacts per body in a dense packing of spheres.
+pub const CONTACTS_PER_BODY: u64 = 6;
+/// Memory of a rank before any body: MPI, PETSc, HDF5, the binary.
+pub const BASE_BYTES: u64 = 64 << 20;
+/// Distinct radii a text file may have (one sphere shape each).
+const MAX_FILE_RADII: usize = 1024;
+
+/// The distributed memory layout of a scene.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryEstimate {
+    pub bodies: u64,
+    pub ranks: usize,
+    /// Bytes per body including its share of contacts.
+    pub bytes_per_body: u64,
+    /// Owned plus ghost bodies of the average rank.
+    pub bodies_per_rank: u64,
+    pub bytes_per_rank: u64,
+    /// This node's memory and the ranks sharing it.
+    pub node_memory: Option<u64>,
+    pub ranks_on_node: usize,
+}
+
+/// Collective on `comm`: the lowest rank's error, on every rank.
+fn first_error(comm: &Comm, e: Option<String>) -> Result<(), StartupError> {
+    let (me, size) = (comm.rank(), comm.size());
+    let mine = if e.is_some() { me } else { size };
+    let mut first = size;
+    comm.all_reduce_into(&mine, &mut first, SystemOperation::min());
+    if first == size {
+        return Ok(());
+    }
+    let root = comm.process_at_rank(first);
+    let mut bytes = if me == first { e.unwrap_or_default().into_bytes() } else { Vec::new() };
+    let mut len = bytes.len() as u64;
+    root.broadcast_into(&mut len);
+    bytes.resize(len as usize, 0);
+    if len > 0 {
+        root.broadcast_into(&mut bytes[..]);
+    }
+    Err(StartupError(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// Bodies in a file, without reading them all: the frame's row count, or
+/// the lines of a text file (an upper bound). Rank 0 looks; all get it.
+fn file_count(comm: &Comm, path: &Path, format: FileFormat, frame: Option<u64>) -> u64 {
+    let mut n = 0u64;
+    if comm.rank() == 0 {
+        n = match format {
+            FileFormat::Frames => (|| -> Option<u64> {
+                let f = hdf5::File::open(path).ok()?;
+                let g = f.group("frames").ok()?;
+                let mut steps: Vec<u64> = g.member_names().ok()?.iter().filter_map(|s| s.parse().ok()).collect();
+                steps.sort_unstable();
+                let step = frame.or(steps.last().copied())?;
+                let ds = g.dataset(&format!("{}/bodies/id", crate::io::frames::frame_name(step))).ok()?;
+                ds.shape().first().map(|&n| n as u64)
+            })()
+            .unwrap_or(0),
+            _ => {
+                use std::io::Read;
+                let mut lines = 0u64;
+                if let Ok(mut f) = std::fs::File::open(path) {
+                    let mut buf = vec![0u8; 1 << 20];
+                    while let Ok(k) = f.read(&mut buf) {
+                        if k == 0 {
+                            break;
+                        }
+                        lines += buf[..k].iter().filter(|&&b| b == b'\n').count() as u64;
+                    }
+                }
+                lines
+            }
+        };
+    }
+    comm.process_at_rank(0).broadcast_into(&mut n);
+    n
+}
+
+/// Collective: the memory the scene needs per rank on `comm`.
+pub fn estimate(comm: &Comm, scene: &Scene) -> MemoryEstimate {
+    let mut bodies = scene.known_count();
+    for s in &scene.sources {
+        if let SourceKind::File { path, format, frame } = &s.kind {
+            bodies = bodies.saturating_add(file_count(comm, path, *format, *frame));
+        }
+    }
+    let ranks = comm.size() as usize;
+    let share = bodies / ranks as u64;
+    // One layer of ghosts around a cube of `share` bodies.
+    let ghosts = if ranks > 1 { (6.0 * (share as f64).powf(2.0 / 3.0)) as u64 } else { 0 };
+    let bytes_per_body = BYTES_PER_BODY + CONTACTS_PER_BODY * BYTES_PER_CONTACT;
+    let bodies_per_rank = share.saturating_add(ghosts);
+    MemoryEstimate {
+        bodies,
+        ranks,
+        bytes_per_body,
+        bodies_per_rank,
+        bytes_per_rank: bodies_per_rank.saturating_mul(bytes_per_body).saturating_add(BASE_BYTES),
+        node_memory: memory::node_memory(),
+        ranks_on_node: memory::ranks_on_node(comm),
+    }
+}
+
+/// Bytes as kB, MB, GB, TB, PB.
+pub fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    for (unit, scale) in [("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6)] {
+        if b >= scale {
+            return format!("{:.1} {unit}", b / scale);
+        }
+    }
+    format!("{:.1} kB", b / 1e3)
+}
+
+/// Collective: refuses (before anything is allocated) a scene whose
+/// estimate exceeds the memory of this node for the ranks it runs.
+pub fn memory_check(comm: &Comm, scene: &Scene, label: &str) -> Result<MemoryEstimate, StartupError> {
+    let m = estimate(comm, scene);
+    let need = m.bytes_per_rank.saturating_mul(m.ranks_on_node as u64);
+    match m.node_memory {
+        Some(node) if need > node => {
+            let key = scene
+                .sources
+                .iter()
+                .max_by_key(|s| s.count.unwrap_or(0))
+                .filter(|s| s.count.unwrap_or(0) as usize >= scene.bodies.len())
+                .map(|s| format!("{}.count", s.key))
+                .unwrap_or_else(|| "body".into());
+            Err(StartupError(format!(
+                "{label}: {key}: {} bodies need about {} per rank on {} rank(s) (~{} bytes per body with its contacts), more than this node's {} for {} rank(s)",
+                m.bodies,
+                human(m.bytes_per_rank),
+                m.ranks,
+                m.bytes_per_body,
+                human(node),
+                m.ranks_on_node
+            )))
+        }
+        _ => Ok(m),
+    }
+}
+
+/// Degrees of freedom of a body.
+fn dof(fixed: bool, dim: u8) -> u8 {
+    if fixed {
+        DOF_NONE
+    } else if dim == 2 {
+        DOF_2D
+    } else {
+        DOF_ALL
+    }
+}
+
+/// Builds bodies with the scene's mass properties.
+struct Maker<'a> {
+    scene: &'a Scene,
+    unit: Vec<MassProperties>,
+}
+
+impl Maker<'_> {
+    fn body(&self, id: u64, shape: u32, material: u32, position: Vector3<f64>, fixed: bool) -> Body {
+        let mp = &self.unit[shape as usize];
+        let rho = self.scene.materials[material as usize].density;
+        Body {
+            id,
+            shape,
+            material,
+            position,
+            orientation: UnitQuaternion::identity(),
+            velocity: Vector3::zeros(),
+            angular_velocity: Vector3::zeros(),
+            mass: rho * mp.volume,
+            inertia: rho * mp.inertia,
+            fixed,
+            dof_mask: dof(fixed, self.scene.simulation.dim),
+        }
+    }
+
+    /// Body `j` of generator `src` (material by parity, orientation, velocity).
+    fn generated(&self, src: &Source, j: u64, shape: u32, p: Vector3<f64>, v: Vector3<f64>, fixed: bool) -> Body {
+        let id = src.first_id + j;
+        let material = src.parity.map_or(src.material, |m| m[(id % 2) as usize]);
+        let mut b = self.body(id, shape, material, p, fixed);
+        if src.random_orientation {
+            b.orientation = orientation_at(src.seed, j);
+        }
+        if !fixed {
+            b.velocity = src.velocity + v;
+        }
+        b
+    }
+}
+
+/// A file source's bodies on this rank and how its ids map.
+struct FileShare {
+    source: usize,
+    bodies: Vec<FileBody>,
+    /// File shape index or radius bits -> scene shape.
+    shape_of_file: Vec<u32>,
+    shape_of_radius: HashMap<u64, u32>,
+    /// The smallest file id (ids map to first_id + id - min), or None: row order.
+    min_id: Option<u64>,
+}
+
+/// Collective: reads the file sources (this rank's share), adding the
+/// sphere shapes their radii need and fixing their ids and counts.
+fn read_files(comm: &Comm, scene: &mut Scene, label: &str, held: &mut u64) -> Result<Vec<FileShare>, StartupError> {
+    let (me, size) = (comm.rank() as u64, comm.size() as u64);
+    let mut next_id = scene.known_count();
+    let mut out = Vec::new();
+    for k in 0..scene.sources.len() {
+        let SourceKind::File { path, format, frame } = scene.sources[k].kind.clone() else { continue };
+        let key = scene.sources[k].key.clone();
+        let mut share = FileShare { source: k, bodies: Vec::new(), shape_of_file: Vec::new(), shape_of_radius: HashMap::new(), min_id: None };
+        let count;
+        if format == FileFormat::Frames {
+            let slab = frame_read::read_frame(comm, &path, frame).map_err(|e| StartupError(format!("{label}: {key}.file: {e}")))?;
+            count = slab.count;
+            share.min_id = Some(slab.id_range.0);
+            for (name, shape) in slab.shapes {
+                let known = scene.shape_names.iter().position(|n| *n == name);
+                let idx = match (known, &shape) {
+                    (Some(i), Shape::Sphere { radius }) => {
+                        let r = scene.shapes[i].bounding_radius();
+                        if !matches!(scene.shapes[i], Shape::Sphere { .. }) || (r - radius).abs() > 1e-12 * radius {
+                            return Err(StartupError(format!(
+                                "{label}: {key}.file: shape `{name}` is a sphere of radius {radius} in {} but not in the config",
+                                path.display()
+                            )));
+                        }
+                        i as u32
+                    }
+                    (Some(i), Shape::Mesh(_)) => i as u32,
+                    (None, Shape::Sphere { .. }) => {
+                        scene.shapes.push(shape.clone());
+                        scene.shape_names.push(name.clone());
+                        (scene.shapes.len() - 1) as u32
+                    }
+                    (None, Shape::Mesh(_)) => {
+                        return Err(StartupError(format!(
+                            "{label}: {key}.file: mesh shape `{name}` of {} is not among the config's shapes",
+                            path.display()
+                        )))
+                    }
+                };
+                share.shape_of_file.push(idx);
+            }
+            share.bodies = slab.bodies;
+        } else {
+            let r = body_files::read_text(&path, format, |row| row % size == me);
+            // Every rank read the same file: the same error everywhere.
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => return Err(StartupError(e.to_string())),
+            };
+            count = r.count;
+            if let Some((a, z)) = r.id_range {
+                if z - a + 1 != count {
+                    return Err(StartupError(format!(
+                        "{}:0: {count} bodies with ids {a}..{z}: the ids must be distinct and contiguous",
+                        path.display()
+                    )));
+                }
+                share.min_id = Some(a);
+            }
+            if r.has_radius {
+                let mut radii: Vec<u64> = r.bodies.iter().filter_map(|b| b.radius).map(f64::to_bits).collect();
+                radii.sort_unstable();
+                radii.dedup();
+                first_error(comm, (radii.len() > MAX_FILE_RADII).then(|| too_many_radii(&path)))?;
+                let mut recs = FlatRecords::new(0, 0);
+                let mut dest = Vec::new();
+                for &b in &radii {
+                    for r in 0..size as usize {
+                        recs.push(b, &[], &[]);
+                        dest.push(r);
+                    }
+                }
+                let got = send_to(comm, &recs, &dest);
+                let mut all = got.keys.clone();
+                all.sort_by(|a, b| f64::from_bits(*a).total_cmp(&f64::from_bits(*b)));
+                all.dedup();
+                if all.len() > MAX_FILE_RADII {
+                    return Err(StartupError(too_many_radii(&path)));
+                }
+                for bits in all {
+                    let radius = f64::from_bits(bits);
+                    scene.shapes.push(Shape::Sphere { radius });
+                    scene.shape_names.push(format!("{key}:r={radius:e}"));
+                    share.shape_of_radius.insert(bits, (scene.shapes.len() - 1) as u32);
+                }
+            } else if scene.sources[k].classes.shape.is_empty() {
+                return Err(StartupError(format!("{label}: {key}.shape: {} has no radius column: give the bodies' `shape`", path.display())));
+            }
+            share.bodies = r.bodies;
+            if let Some(a) = share.min_id {
+                check_distinct_ids(comm, &path, &share.bodies, a, count)?;
+            }
+        }
+        *held = (*held).max(share.bodies.len() as u64);
+        scene.sources[k].first_id = next_id;
+        scene.sources[k].count = Some(count);
+        next_id = next_id.checked_add(count).ok_or_else(|| StartupError(format!("{label}: {key}: the body count overflows")))?;
+        out.push(share);
+    }
+    Ok(out)
+}
+
+fn too_many_radii(path: &Path) -> String {
+    format!("{}:0: more than {MAX_FILE_RADII} distinct radii (one sphere shape each): round the radii", path.display())
+}
+
+/// Collective: ids a..a+count, each once. Each rank checks a block of the
+/// id range with a bitmap of that block only.
+fn check_distinct_ids(comm: &Comm, path: &Path, bodies: &[FileBody], a: u64, count: u64) -> Result<(), StartupError> {
+    let size = comm.size() as u64;
+    let block = |id: u64| ((id - a) as u128 * size as u128 / count as u128) as usize;
+    let mut recs = FlatRecords::new(1, 0);
+    let mut dest = Vec::new();
+    for b in bodies {
+        let id = b.id.unwrap_or(a);
+        recs.push(id, &[b.line], &[]);
+        dest.push(block(id));
+    }
+    let mut got = send_to(comm, &recs, &dest);
+    got.sort();
+    let mut e = None;
+    for i in 1..got.len() {
+        if got.keys[i] == got.keys[i - 1] {
+            let (l0, l1) = (got.u_row(i - 1)[0], got.u_row(i)[0]);
+            e = Some(format!("{}:{}: id {} already given on line {}", path.display(), l0.max(l1), got.keys[i], l0.min(l1)));
+            break;
+        }
+    }
+    first_error(comm, e)
+}
+
+/// Collective: the random pack by cells (see README "Random packs"). Returns
+/// the bodies of the cells this rank owns.
+fn random_cells(comm: &Comm, domain: &Domain, src: &Source, dim: u8, held: &mut u64) -> Result<Vec<crate::scene::sources::Placed>, StartupError> {
+    let SourceKind::Random { lo, hi, gap, speed, .. } = src.kind else { unreachable!("random_cells on a non-random source") };
+    let me = comm.rank() as usize;
+    let count = src.count.unwrap_or(0);
+    let d = 2.0 * src.classes.max() + gap;
+    let c = &src.classes;
+    let mean_r = c.radius.iter().zip(&c.cumulative).scan(0.0, |prev, (r, cum)| {
+        let w = cum - *prev;
+        *prev = *cum;
+        Some(w * r)
+    });
+    let grid = CellGrid::new(lo, hi, count, d, mean_r.sum(), dim);
+    let (blo, bhi) = domain.rank_box(me);
+    let mine: Vec<[u64; 3]> = grid.cells_in(blo, bhi).into_iter().filter(|c| domain.owner(&grid.centre(*c)) == me).collect();
+    let mut packing = Packing::new(d);
+    let mut placed = Vec::new();
+    let mut failed = None;
+    for color in 0..8 {
+        let mut send = FlatRecords::new(0, 4);
+        let mut dest = Vec::new();
+        for &c in mine.iter().filter(|&&c| CellGrid::color(c) == color) {
+            match fill_cell(&grid, c, &src.classes, gap, speed, dim, src.seed, &mut packing) {
+                Ok(bodies) => {
+                    let mut ranks: Vec<usize> = grid.neighbours(c).iter().map(|q| domain.owner(&grid.centre(*q))).filter(|&r| r != me).collect();
+                    ranks.sort_unstable();
+                    ranks.dedup();
+                    for b in &bodies {
+                        for &r in &ranks {
+                            let p = b.position;
+                            send.push(b.j, &[], &[p.x, p.y, p.z, src.classes.radius[b.class]]);
+                            dest.push(r);
+                        }
+                    }
+                    placed.extend(bodies);
+                }
+                Err(n) => {
+                    let k = grid.index(c);
+                    failed = Some(format!(
+                        "{}.count: only {n} of the {} bodies of cell {c:?} fit without overlap: the box is too full for count = {count} (the cell pack reaches a solid fraction of about 0.25, gaps included; method = \"sequential\" packs denser on one rank's memory)",
+                        src.key,
+                        grid.before(k + 1) - grid.before(k)
+                    ));
+                    break;
+                }
+            }
+        }
+        let got = send_to(comm, &send, &dest);
+        for i in 0..got.len() {
+            let f = got.f_row(i);
+            packing.insert(Vector3::new(f[0], f[1], f[2]), f[3]);
+        }
+        *held = (*held).max(packing.len() as u64);
+        first_error(comm, failed.take())?;
+    }
+    Ok(placed)
+}
+
+/// The box the ranks divide: the bodies' bounding spheres (explicit,
+/// generators' analytic bounds, file bodies by a reduction), the periodic
+/// box on periodic axes.
+fn scene_box(comm: &Comm, scene: &Scene, files: &[FileShare]) -> (Vector3<f64>, Vector3<f64>) {
+    let (mut lo, mut hi) = scene.bounding_box();
+    for f in files {
+        for b in &f.bodies {
+            let r = file_radius(scene, f, b);
+            lo = lo.inf(&b.position.add_scalar(-r));
+            hi = hi.sup(&b.position.add_scalar(r));
+        }
+    }
+    let (mut glo, mut ghi) = ([0.0; 3], [0.0; 3]);
+    comm.all_reduce_into(lo.as_slice(), &mut glo[..], SystemOperation::min());
+    comm.all_reduce_into(hi.as_slice(), &mut ghi[..], SystemOperation::max());
+    let (mut lo, mut hi) = (Vector3::from(glo), Vector3::from(ghi));
+    if let Some(p) = &scene.periodic {
+        for a in 0..3 {
+            if p.axes[a] {
+                lo[a] = p.lo[a];
+                hi[a] = p.hi[a];
+            }
+        }
+    }
+    (lo, hi)
+}
+
+fn file_shape(scene: &Scene, f: &FileShare, b: &FileBody) -> u32 {
+    if let Some(s) = b.shape {
+        f.shape_of_file[s as usize]
+    } else if let Some(r) = b.radius {
+        f.shape_of_radius[&r.to_bits()]
+    } else {
+        scene.sources[f.source].classes.shape[0]
+    }
+}
+
+fn file_radius(scene: &Scene, f: &FileShare, b: &FileBody) -> f64 {
+    scene.shapes[file_shape(scene, f, b) as usize].bounding_radius()
+}
+
+/// Collective: this rank's bodies of a fresh run. `label` names the config
+/// file in errors. Adds the shapes file radii need to `scene`.
+pub fn populate(comm: &Comm, scene: &mut Scene, label: &str) -> Result<Startup, StartupError> {
+    let (me, size) = (comm.rank() as usize, comm.size() as usize);
+    let mut held = 0u64;
+    let files = read_files(comm, scene, label, &mut held)?;
+    let scene: &Scene = scene;
+    let dim = scene.simulation.dim;
+    let (lo, hi) = scene_box(comm, scene, &files);
+    let domain = Domain::new(lo, hi, size, dim);
+    let (blo, bhi) = domain.rank_box(me);
+    let maker = Maker { scene, unit: scene.shapes.iter().map(|s| s.unit_mass_properties()).collect() };
+
+    let mut local = Bodies::new();
+    for i in 0..scene.bodies.len() {
+        if domain.owner(&scene.bodies.position[i]) == me {
+            local.push(scene.bodies.get(i));
+        }
+    }
+    for src in &scene.sources {
+        match &src.kind {
+            SourceKind::Lattice { origin, n, spacing } => lattice_in(*origin, *n, *spacing, blo, bhi, |j, p| {
+                if domain.owner(&p) == me {
+                    let shape = src.classes.shape[src.class_of(j)];
+                    local.push(maker.generated(src, j, shape, p, Vector3::zeros(), src.fixed));
+                }
+            }),
+            SourceKind::Pyramid { origin, n, radius, gap, layer_gap, fix_base } => {
+                pyramid_in(*origin, *n, *radius, *gap, *layer_gap, blo, bhi, |j, p, layer| {
+                    if domain.owner(&p) == me {
+                        let fixed = src.fixed || (*fix_base && layer == 0);
+                        local.push(maker.generated(src, j, src.classes.shape[0], p, Vector3::zeros(), fixed));
+                    }
+                })
+            }
+            SourceKind::Random { lo, hi, gap, speed, sequential: true } => {
+                // Every rank repeats the serial pack and keeps its own bodies.
+                let count = src.count.unwrap_or(0);
+                let (pos, vel) = generate::random_pack(*lo, *hi, count, src.classes.radius[0], *gap, dim, src.seed, *speed)
+                    .map_err(|n| StartupError(format!("{label}: {}.count: only {n} of {count} bodies fit in the box without overlap", src.key)))?;
+                held = held.max(count);
+                for (j, (p, v)) in pos.into_iter().zip(vel).enumerate() {
+                    if domain.owner(&p) == me {
+                        local.push(maker.generated(src, j as u64, src.classes.shape[0], p, v, src.fixed));
+                    }
+                }
+            }
+            SourceKind::Random { .. } => {
+                let placed = random_cells(comm, &domain, src, dim, &mut held).map_err(|e| StartupError(format!("{label}: {e}")))?;
+                for b in placed {
+                    local.push(maker.generated(src, b.j, src.classes.shape[b.class], b.position, b.velocity, src.fixed));
+                }
+            }
+            SourceKind::File { .. } => {}
+        }
+    }
+    let mut bad = None;
+    for f in &files {
+        let src = &scene.sources[f.source];
+        for b in &f.bodies {
+            let j = match (f.min_id, b.id) {
+                (Some(a), Some(id)) => id - a,
+                _ => b.row,
+            };
+            let fixed = src.fixed || b.fixed;
+            let mut body = maker.generated(src, j, file_shape(scene, f, b), b.position, b.velocity, fixed);
+            body.orientation = b.orientation.unwrap_or(body.orientation);
+            if !fixed {
+                body.angular_velocity = b.angular_velocity;
+            }
+            if dim == 2 && bad.is_none() && (b.position.z != 0.0 || b.velocity.z != 0.0) {
+                bad = Some(format!("{}: body on line {}: in 2D every body lies in z = 0 and moves in x-y", src.key, b.line));
+            }
+            if let Some(p) = &scene.periodic {
+                if bad.is_none() && (0..3).any(|a| p.axes[a] && (b.position[a] < p.lo[a] || b.position[a] >= p.hi[a])) {
+                    bad = Some(format!("{}: body on line {} lies outside the periodic box", src.key, b.line));
+                }
+            }
+            local.push(body);
+        }
+    }
+    drop(files);
+    first_error(comm, bad.map(|m| format!("{label}: {m}")))?;
+    held = held.max(local.len() as u64);
+    let n = local.len();
+    exchange::migrate(comm, &domain, &mut local, n);
+    held = held.max(local.len() as u64);
+    first_error(comm, check_placed(scene, &local).map(|m| format!("{label}: {m}")))?;
+    Ok(Startup { bodies: local, max_held: held })
+}
+
+/// The generated and file spheres against the walls and the explicit
+/// spheres (the explicit ones among themselves were checked with the config).
+fn check_placed(scene: &Scene, bodies: &Bodies) -> Option<String> {
+    let dem = scene.simulation.solver == SolverKind::Dem;
+    let radius = |s: u32| match scene.shapes[s as usize] {
+        Shape::Sphere { radius } => Some(radius),
+        Shape::Mesh(_) => None,
+    };
+    let n_explicit = scene.bodies.len() as u64;
+    let rmax = scene.shapes.iter().map(|s| s.bounding_radius()).fold(0.0, f64::max);
+    let (mut all, mut moving) = (Packing::new(2.0 * rmax), Packing::new(2.0 * rmax));
+    for i in 0..scene.bodies.len() {
+        if let Some(r) = radius(scene.bodies.shape[i]) {
+            all.insert(scene.bodies.position[i], r);
+            if !scene.bodies.fixed[i] {
+                moving.insert(scene.bodies.position[i], r);
+            }
+        }
+    }
+    for i in 0..bodies.len() {
+        if bodies.id[i] < n_explicit {
+            continue;
+        }
+        let Some(r) = radius(bodies.shape[i]) else { continue };
+        let p = bodies.position[i];
+        let id = bodies.id[i];
+        if !bodies.fixed[i] {
+            for (w, wall) in scene.walls.iter().enumerate() {
+                let d = (p - wall.point).dot(&wall.normal) - r;
+                if dem && d <= 0.0 {
+                    return Some(format!("solver = \"dem\" needs a positive initial gap: body {id} touches wall[{w}] (gap {d:.3e})"));
+                }
+                if d < -1e-9 * r {
+                    return Some(format!("body {id} penetrates wall[{w}] by {:.3e}", -d));
+                }
+            }
+        }
+        let against = if bodies.fixed[i] { &moving } else { &all };
+        let tol = if dem { 0.0 } else { -1e-9 * r };
+        if !against.is_empty() && !against.free(&p, r, tol) {
+            return Some(format!("body {id} overlaps an explicit [[body]]{}", if dem { " (solver = \"dem\" needs positive gaps)" } else { "" }));
+        }
+    }
+    None
+}
+
+/// Collective: the box the ranks divide for the bodies of every rank
+/// (`bodies`: any distribution): their bounding spheres, the periodic box
+/// on periodic axes.
+pub fn domain_box(comm: &Comm, scene: &Scene, bodies: &Bodies) -> (Vector3<f64>, Vector3<f64>) {
+    let (mut lo, mut hi) = (Vector3::repeat(f64::INFINITY), Vector3::repeat(f64::NEG_INFINITY));
+    for i in 0..bodies.len() {
+        let r = scene.shapes[bodies.shape[i] as usize].bounding_radius();
+        lo = lo.inf(&bodies.position[i].add_scalar(-r));
+        hi = hi.sup(&bodies.position[i].add_scalar(r));
+    }
+    let (mut glo, mut ghi) = ([0.0; 3], [0.0; 3]);
+    comm.all_reduce_into(lo.as_slice(), &mut glo[..], SystemOperation::min());
+    comm.all_reduce_into(hi.as_slice(), &mut ghi[..], SystemOperation::max());
+    let (mut lo, mut hi) = (Vector3::from(glo), Vector3::from(ghi));
+    if let Some(p) = &scene.periodic {
+        for a in 0..3 {
+            if p.axes[a] {
+                lo[a] = p.lo[a];
+                hi[a] = p.hi[a];
+            }
+        }
+    }
+    (lo, hi)
+}
