@@ -4,6 +4,7 @@ use super::error::{check, Result};
 use super::ffi;
 use super::init::{alive, require_alive, AsComm};
 use super::vec::{size_error, Borrowed, InsertMode, Vector};
+use super::ksp::cstring;
 use super::PetscInt;
 use std::ops::Range;
 
@@ -78,6 +79,95 @@ impl Mat {
             ffi::MatCreateBAIJ(comm.as_comm(), bs, local_rows, local_cols, det, det, d_nz, d, o_nz, o, &mut raw)
         })?;
         Ok(Mat { raw })
+    }
+
+    /// Creates a matrix of PETSc type `kind` (`"baij"`, `"aij"`,
+    /// `"preallocator"`, ...) with block size `bs` and `local_rows` x
+    /// `local_cols` on this rank (`MatCreate`, `MatSetSizes`,
+    /// `MatSetBlockSize`, `MatSetType`); not yet preallocated: call
+    /// [`Mat::set_up`] or [`Mat::preallocate_from`]. Collective.
+    pub fn create(comm: &impl AsComm, kind: &str, bs: PetscInt, local_rows: PetscInt, local_cols: PetscInt) -> Result<Mat> {
+        require_alive("Mat::create")?;
+        let k = cstring(kind)?;
+        let det = ffi::PETSC_DECIDE as PetscInt;
+        let mut raw: ffi::Mat = std::ptr::null_mut();
+        // SAFETY: valid out pointer, live communicator; the wrapper owns the
+        // handle from here on, so an error below still destroys it.
+        check(unsafe { ffi::MatCreate(comm.as_comm(), &mut raw) })?;
+        let m = Mat { raw };
+        // SAFETY: live handle; PETSc copies the type name.
+        unsafe {
+            check(ffi::MatSetSizes(m.raw, local_rows, local_cols, det, det))?;
+            check(ffi::MatSetBlockSize(m.raw, bs))?;
+            check(ffi::MatSetType(m.raw, k.as_ptr()))?;
+        }
+        Ok(m)
+    }
+
+    /// Options prefix, e.g. `"compat_"` so that `-compat_mat_type aij` applies.
+    pub fn set_options_prefix(&mut self, prefix: &str) -> Result<()> {
+        let p = cstring(prefix)?;
+        // SAFETY: live handle, valid C string.
+        check(unsafe { ffi::MatSetOptionsPrefix(self.raw, p.as_ptr()) })
+    }
+
+    /// Applies command-line options (`MatSetFromOptions`: `-mat_type`, ...).
+    pub fn set_from_options(&mut self) -> Result<()> {
+        // SAFETY: live handle.
+        check(unsafe { ffi::MatSetFromOptions(self.raw) })
+    }
+
+    /// Default preallocation (`MatSetUp`); a `"preallocator"` matrix needs it
+    /// before values are set.
+    pub fn set_up(&mut self) -> Result<()> {
+        // SAFETY: live handle.
+        check(unsafe { ffi::MatSetUp(self.raw) })
+    }
+
+    /// Preallocates this matrix exactly with the nonzero pattern recorded
+    /// by the assembled `"preallocator"` matrix `pre`, and fills that
+    /// pattern with zeros (`MatPreallocatorPreallocate`). Collective.
+    pub fn preallocate_from(&mut self, pre: &Mat) -> Result<()> {
+        // SAFETY: live handles; `pre` is an assembled MATPREALLOCATOR.
+        check(unsafe { ffi::MatPreallocatorPreallocate(pre.raw, ffi::PetscBool::PETSC_TRUE, self.raw) })
+    }
+
+    /// The near null space used by algebraic multigrid (`-pc_type gamg`):
+    /// `vecs` must be orthonormal (`MatNullSpaceCreate`, `MatSetNearNullSpace`;
+    /// the matrix keeps its own reference). Collective.
+    pub fn set_near_null_space(&mut self, vecs: &[Vector]) -> Result<()> {
+        let raw: Vec<ffi::Vec> = vecs.iter().map(|v| v.raw()).collect();
+        let mut ns: ffi::MatNullSpace = std::ptr::null_mut();
+        // SAFETY: live handles; PETSc references the vectors; we release our
+        // reference to the null space after the matrix took its own.
+        unsafe {
+            let mut comm: mpi::ffi::MPI_Comm = std::mem::zeroed();
+            check(ffi::PetscObjectGetComm(self.raw as ffi::PetscObject, &mut comm))?;
+            check(ffi::MatNullSpaceCreate(
+                comm,
+                ffi::PetscBool::PETSC_FALSE,
+                raw.len() as PetscInt,
+                raw.as_ptr(),
+                &mut ns,
+            ))?;
+            let r = check(ffi::MatSetNearNullSpace(self.raw, ns));
+            ffi::MatNullSpaceDestroy(&mut ns);
+            r
+        }
+    }
+
+    /// The diagonal `d = diag(A)` (`MatGetDiagonal`). Collective.
+    pub fn diagonal(&self, d: &mut Vector) -> Result<()> {
+        // SAFETY: live handles.
+        check(unsafe { ffi::MatGetDiagonal(self.raw, d.raw()) })
+    }
+
+    /// The matrix type now in use (after options), e.g. `"mpibaij"`.
+    pub fn type_name(&self) -> Result<String> {
+        let mut t: ffi::MatType = std::ptr::null();
+        // SAFETY: live handle; the type name is owned by PETSc.
+        check(unsafe { ffi::MatGetType(self.raw, &mut t) })?;
+        Ok(super::ksp::static_str(t))
     }
 
     /// Wraps a handle PETSc owns (e.g. in a SNES Jacobian callback), taking
