@@ -36,9 +36,11 @@ pub struct Dual<'a> {
     pub p: f64,
     /// k̃ per local contact (0 for a contact whose row of B is empty).
     pub k: Vec<f64>,
-    /// Global block (body) index of each contact's two bodies (−1: a wall).
-    pub blk_a: Vec<PetscInt>,
-    pub blk_b: Vec<PetscInt>,
+    /// Row i of B without its round-off entries, as (global DOF, value):
+    /// `row_idx[row_start[i]..row_start[i + 1]]` (at most 12 entries).
+    row_start: Vec<usize>,
+    row_idx: Vec<PetscInt>,
+    row_val: Vec<f64>,
     /// Global block index of the owned bodies.
     pub blk_owned: Vec<PetscInt>,
     /// Per owned DOF: does some contact move it (a non-zero column of B)?
@@ -66,8 +68,9 @@ pub enum Weights {
     Bilateral,
 }
 
-/// A DOF is free when its diagonal of Bᵀ K̃ B exceeds this times the largest.
-const FREE_THRESHOLD: f64 = 1e-20;
+/// An entry of a half-row of B below this times the half-row's largest is
+/// round-off and dropped.
+const ROUNDOFF: f64 = 1e-10;
 
 /// Smallest approach used in the Hessian weight δ^{p−2} when p < 2 (the
 /// weight is unbounded at δ → 0⁺), in the scaled units where f ≈ 1.
@@ -86,43 +89,48 @@ impl<'a> Dual<'a> {
         p: f64,
     ) -> Result<Self> {
         let nc = op.n_local();
-        let blk = |i: usize| if i == WALL_INDEX { -1 } else { layout.global_index[i] as PetscInt };
-        let blk_a: Vec<PetscInt> = op.ia.iter().map(|&i| blk(i)).collect();
-        let blk_b: Vec<PetscInt> = op.ib.iter().map(|&i| blk(i)).collect();
         let blk_owned: Vec<PetscInt> = (0..op.n_owned).map(|i| layout.global_index[i] as PetscInt).collect();
         let k: Vec<f64> = (0..nc).map(|i| if op.active[i] { k[i] } else { 0.0 }).collect();
+        // B's rows without round-off entries: a sphere's lever arm r × n is
+        // ~1e-20 r, not zero; keeping it would make its rotations look free.
+        let (mut row_start, mut row_idx, mut row_val) = (vec![0], Vec::with_capacity(6 * nc), Vec::with_capacity(6 * nc));
+        for i in 0..nc {
+            for (local, j) in [(op.ia[i], &op.ja[i]), (op.ib[i], &op.jb[i])] {
+                if local == WALL_INDEX || k[i] == 0.0 {
+                    continue;
+                }
+                let big = j.amax();
+                let base = 6 * layout.global_index[local] as PetscInt;
+                for d in 0..6 {
+                    if j[d].abs() > ROUNDOFF * big {
+                        row_idx.push(base + d as PetscInt);
+                        row_val.push(j[d]);
+                    }
+                }
+            }
+            row_start.push(row_idx.len());
+        }
         // diag(Bᵀ K̃ B): each contact adds k̃ j_k² to the DOFs of its bodies,
         // on whichever rank owns them.
         let mut diag = op.body_vec()?;
         {
-            let (mut idx, mut val) = (Vec::with_capacity(12 * nc), Vec::with_capacity(12 * nc));
+            let mut val = Vec::with_capacity(row_val.len());
             for i in 0..nc {
-                for (b, j) in [(blk_a[i], &op.ja[i]), (blk_b[i], &op.jb[i])] {
-                    if b < 0 {
-                        continue;
-                    }
-                    for d in 0..6 {
-                        if j[d] != 0.0 {
-                            idx.push(6 * b + d as PetscInt);
-                            val.push(k[i].max(f64::MIN_POSITIVE) * j[d] * j[d]);
-                        }
-                    }
+                for e in row_start[i]..row_start[i + 1] {
+                    val.push(k[i] * row_val[e] * row_val[e]);
                 }
             }
-            diag.set_values(&idx, &val, InsertMode::Add)?;
+            diag.set_values(&row_idx, &val, InsertMode::Add)?;
             diag.assemble()?;
         }
         let mut free = Vec::with_capacity(6 * op.n_owned);
         let mut unsupported = Vec::new();
         let fmax = ft.norm(NormType::Infinity)?;
-        // A sphere's lever arm r × n is round-off (~1e-20 r), not zero: a
-        // column of B counts only above round-off of the largest one.
-        let dmax = diag.norm(NormType::Infinity)?;
         {
             let mut dv = diag.view_mut()?;
             let mut fv = ft.view_mut()?;
             for j in 0..dv.len() {
-                let on = dv[j] > FREE_THRESHOLD * dmax;
+                let on = dv[j] > 0.0;
                 free.push(on);
                 if !on {
                     dv[j] = 1.0;
@@ -148,7 +156,7 @@ impl<'a> Dual<'a> {
             ft.scale(1.0 / scale)?;
             ft_norm = ft.norm(NormType::Two)?;
         }
-        Ok(Self { comm, op, p, k, blk_a, blk_b, blk_owned, free, ft, scale, ft_norm, diag, unsupported })
+        Ok(Self { comm, op, p, k, row_start, row_idx, row_val, blk_owned, free, ft, scale, ft_norm, diag, unsupported })
     }
 
     /// Whether there is anything to solve (a non-zero supported load).
@@ -247,73 +255,76 @@ impl<'a> Dual<'a> {
             .collect())
     }
 
-    /// Adds every contact's blocks w_i jᵀj and every owned body's diagonal
-    /// block (`mu` · diag on free DOFs, 1 elsewhere) to `h` (block size 6).
-    fn insert(&self, h: &mut Mat, w: &[f64], mu: f64) -> Result<()> {
-        let mut vals = [0.0f64; 144];
-        for i in 0..w.len() {
-            if self.k[i] == 0.0 {
-                continue;
+    /// The (row, column) pairs of the Hessian in COO order: every
+    /// contact's dense block on its at most 12 DOFs of B, then the diagonal
+    /// of every owned DOF (repeats are summed).
+    fn coo(&self) -> (Vec<PetscInt>, Vec<PetscInt>) {
+        let (mut ii, mut jj) = (Vec::new(), Vec::new());
+        for i in 0..self.row_start.len() - 1 {
+            let idx = &self.row_idx[self.row_start[i]..self.row_start[i + 1]];
+            for &r in idx {
+                for &c in idx {
+                    ii.push(r);
+                    jj.push(c);
+                }
             }
-            let (a, b) = (self.blk_a[i], self.blk_b[i]);
-            let (ja, jb) = (&self.op.ja[i], &self.op.jb[i]);
-            if b < 0 {
-                for r in 0..6 {
-                    for c in 0..6 {
-                        vals[6 * r + c] = w[i] * ja[r] * ja[c];
-                    }
+        }
+        for &blk in &self.blk_owned {
+            for d in 0..6 {
+                ii.push(6 * blk + d);
+                jj.push(6 * blk + d);
+            }
+        }
+        (ii, jj)
+    }
+
+    /// The values of [`Dual::coo`]'s entries for contact weights `w`:
+    /// w_i b_iᵀ b_i, then `mu` · diag on the free DOFs and 1 on the others.
+    fn coo_values(&self, w: &[f64], mu: f64) -> Result<Vec<f64>> {
+        let mut v = Vec::with_capacity(self.row_idx.len() * 6 + 6 * self.blk_owned.len());
+        for (i, &wi) in w.iter().enumerate() {
+            let b = &self.row_val[self.row_start[i]..self.row_start[i + 1]];
+            for &br in b {
+                for &bc in b {
+                    v.push(wi * br * bc);
                 }
-                h.set_values_blocked(&[a], &[a], &vals[..36], InsertMode::Add)?;
-            } else {
-                let j = |x: usize| if x < 6 { ja[x] } else { jb[x - 6] };
-                for r in 0..12 {
-                    for c in 0..12 {
-                        vals[12 * r + c] = w[i] * j(r) * j(c);
-                    }
-                }
-                h.set_values_blocked(&[a, b], &[a, b], &vals, InsertMode::Add)?;
             }
         }
         let dv = self.diag.view()?;
-        for (n, &blk) in self.blk_owned.iter().enumerate() {
-            vals[..36].fill(0.0);
-            for d in 0..6 {
-                let j = 6 * n + d;
-                vals[7 * d] = if self.free[j] { mu * dv[j] } else { 1.0 };
-            }
-            h.set_values_blocked(&[blk], &[blk], &vals[..36], InsertMode::Add)?;
+        for j in 0..dv.len() {
+            v.push(if self.free[j] { mu * dv[j] } else { 1.0 });
         }
-        Ok(())
+        Ok(v)
     }
 
-    /// A Hessian matrix of this problem's pattern (type `"baij"`, block size
-    /// 6 by body, `-compat_mat_type` overrides), exactly preallocated, with
-    /// the rigid-body near null space set (for `-compat_pc_type gamg`).
+    /// A Hessian matrix of this problem's pattern: type `"aij"`, rows and
+    /// columns by body (six per body, the layout of B's columns),
+    /// preallocated exactly from B's non-zero DOFs (a sphere's rotations
+    /// only on the diagonal) by `MatSetPreallocationCOO`, with the
+    /// rigid-body near null space set (for `-compat_pc_type gamg`).
+    /// Block size 1: PETSc 3.18's MPIAIJ COO assembly loses off-rank
+    /// entries when the block size is 6 (1 rank is right, 2 are not), so
+    /// the default preconditioner is point Jacobi, not 6×6 `pbjacobi`.
     /// Collective.
     pub fn hessian_matrix(&self, bodies: &Bodies, prefix: &str) -> Result<Mat> {
         let n = 6 * self.op.n_owned as PetscInt;
-        let mut pre = Mat::create(self.comm, "preallocator", 6, n, n)?;
-        pre.set_up()?;
-        self.insert(&mut pre, &self.k, 1.0)?;
-        pre.assemble()?;
-        let mut h = Mat::create(self.comm, "baij", 6, n, n)?;
+        let mut h = Mat::create(self.comm, "aij", 1, n, n)?;
         h.set_options_prefix(prefix)?;
         h.set_from_options()?;
-        h.preallocate_from(&pre)?;
-        drop(pre);
+        let (ii, jj) = self.coo();
+        h.set_preallocation_coo(&ii, &jj)?;
         let nns = self.rigid_modes(bodies)?;
         h.set_near_null_space(&nns)?;
         Ok(h)
     }
 
-    /// Fills `h` with ∇²Π at `delta` (or the bilateral Hessian) plus the
-    /// regularisation: `open` k̃ on the open contacts (δ ≤ 0) and `mu` ·
-    /// diag on the free DOFs. Collective.
+    /// Fills `h` (from [`Dual::hessian_matrix`]) with ∇²Π at `delta` (or
+    /// the bilateral Hessian) plus the regularisation: `open` k̃ on the open
+    /// contacts (δ ≤ 0) and `mu` · diag on the free DOFs. Collective.
     pub fn hessian(&self, delta: &Vector, kind: Weights, open: f64, mu: f64, h: &mut Mat) -> Result<()> {
         let w = self.weights(delta, kind, open)?;
         h.zero_entries()?;
-        self.insert(h, &w, mu)?;
-        h.assemble()
+        h.set_values_coo(&self.coo_values(&w, mu)?, InsertMode::Add)
     }
 
     /// The six rigid motions of the whole assembly (translations, rotations

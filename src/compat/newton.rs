@@ -1,8 +1,9 @@
 //! `[compatibility] method = "newton"`: minimises the dual Π(u)
-//! ([`super::dual`]) by PETSc SNES (Newton with backtracking line search on
-//! Π: `SNESSetObjective`, and a critical-point line search by default), the Hessian ∇²Π assembled per Newton step
-//! as a distributed block matrix (block size 6, one block row per body),
-//! CG with point-block Jacobi by default, Eisenstat–Walker forcing.
+//! ([`super::dual`]) by PETSc SNES: Newton, Π given as the objective
+//! (`SNESSetObjective`, for `-compat_snes_linesearch_type bt`), a
+//! critical-point line search by default, the Hessian ∇²Π assembled per
+//! Newton step as a distributed sparse matrix (six rows per body, only B's non-zero
+//! DOFs stored), CG with Jacobi by default, Eisenstat–Walker forcing.
 //!
 //! Floppy modes (DOFs only open contacts touch, e.g. a body whose contacts
 //! all opened at the current iterate) make ∇²Π singular. The Newton matrix
@@ -65,10 +66,14 @@ pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it:
         Ok(())
     })?;
     snes.set_objective(|x: &Vector| dual.objective(x, &mut delta_o))?;
-    snes.set_jacobian(&h, None, |x: &Vector, a: &mut Mat, _p: Option<&mut Mat>| -> Result<()> {
+    // The closure fills its own owner of `h` (the matrix PETSc passes is
+    // the same object, but only this one knows its COO pattern).
+    let mut hj = h.share();
+    let gnorm_j = &gnorm;
+    snes.set_jacobian(&h, None, move |x: &Vector, _a: &mut Mat, _p: Option<&mut Mat>| -> Result<()> {
         dual.approach(x, &mut delta_j)?;
-        let nu = OPEN * (gnorm.get() / ft_norm).min(1.0);
-        dual.hessian(&delta_j, Weights::Tangent, nu, LM * nu, a)
+        let nu = OPEN * (gnorm_j.get() / ft_norm).min(1.0);
+        dual.hessian(&delta_j, Weights::Tangent, nu, LM * nu, &mut hj)
     })?;
     snes.set_tolerances(Some(atol), Some(1e-30), Some(0.0), Some(max_it as PetscInt), Some(100_000))?;
     snes.set_use_ew(true)?;
@@ -79,7 +84,7 @@ pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it:
     {
         let mut ksp = snes.ksp()?;
         ksp.set_type("cg")?;
-        ksp.set_pc_type("pbjacobi")?;
+        ksp.set_pc_type("jacobi")?;
     }
     snes.set_from_options()?;
     let res = snes.solve(None, &mut u);
@@ -106,7 +111,7 @@ fn bilateral(dual: &Dual, h: &mut Mat) -> Result<(Vector, u64)> {
     ksp.set_options_prefix(PREFIX)?;
     ksp.set_operators(h, h)?;
     ksp.set_type("cg")?;
-    ksp.set_pc_type("pbjacobi")?;
+    ksp.set_pc_type("jacobi")?;
     ksp.set_tolerances(Some(1e-6), None, None, Some(10_000))?;
     ksp.set_from_options()?;
     let mut rhs = dual.ft.try_clone()?;

@@ -12,6 +12,9 @@ use std::ops::Range;
 #[derive(Debug)]
 pub struct Mat {
     raw: ffi::Mat,
+    /// Entries given to [`Mat::set_preallocation_coo`] (the length
+    /// [`Mat::set_values_coo`] reads); 0 before.
+    coo_len: usize,
 }
 
 fn prealloc_ptr(nnz: &[PetscInt], expected: usize, what: &str) -> Result<*const PetscInt> {
@@ -49,7 +52,7 @@ impl Mat {
         let mut raw: ffi::Mat = std::ptr::null_mut();
         // SAFETY: preallocation arrays have `local_rows` entries or are NULL.
         check(unsafe { ffi::MatCreateAIJ(comm.as_comm(), local_rows, local_cols, det, det, d_nz, d, o_nz, o, &mut raw) })?;
-        Ok(Mat { raw })
+        Ok(Mat { raw, coo_len: 0 })
     }
 
     /// Creates a BAIJ matrix (`MatCreateBAIJ`: MPIBAIJ on several ranks) with
@@ -78,7 +81,7 @@ impl Mat {
         check(unsafe {
             ffi::MatCreateBAIJ(comm.as_comm(), bs, local_rows, local_cols, det, det, d_nz, d, o_nz, o, &mut raw)
         })?;
-        Ok(Mat { raw })
+        Ok(Mat { raw, coo_len: 0 })
     }
 
     /// Creates a matrix of PETSc type `kind` (`"baij"`, `"aij"`,
@@ -94,7 +97,7 @@ impl Mat {
         // SAFETY: valid out pointer, live communicator; the wrapper owns the
         // handle from here on, so an error below still destroys it.
         check(unsafe { ffi::MatCreate(comm.as_comm(), &mut raw) })?;
-        let m = Mat { raw };
+        let m = Mat { raw, coo_len: 0 };
         // SAFETY: live handle; PETSc copies the type name.
         unsafe {
             check(ffi::MatSetSizes(m.raw, local_rows, local_cols, det, det))?;
@@ -124,12 +127,16 @@ impl Mat {
         check(unsafe { ffi::MatSetUp(self.raw) })
     }
 
-    /// Preallocates this matrix exactly with the nonzero pattern recorded
-    /// by the assembled `"preallocator"` matrix `pre`, and fills that
-    /// pattern with zeros (`MatPreallocatorPreallocate`). Collective.
-    pub fn preallocate_from(&mut self, pre: &Mat) -> Result<()> {
+    /// Preallocates this matrix with the nonzero pattern recorded by the
+    /// assembled `"preallocator"` matrix `pre` (`MatPreallocatorPreallocate`;
+    /// the pattern is counted in blocks of the block size). With `fill` the
+    /// whole pattern is inserted as zeros (for an AIJ matrix with block size
+    /// > 1: full blocks); without, only the entries set later are stored
+    /// (AIJ drops the unused space at the first assembly). Collective.
+    pub fn preallocate_from(&mut self, pre: &Mat, fill: bool) -> Result<()> {
+        let f = if fill { ffi::PetscBool::PETSC_TRUE } else { ffi::PetscBool::PETSC_FALSE };
         // SAFETY: live handles; `pre` is an assembled MATPREALLOCATOR.
-        check(unsafe { ffi::MatPreallocatorPreallocate(pre.raw, ffi::PetscBool::PETSC_TRUE, self.raw) })
+        check(unsafe { ffi::MatPreallocatorPreallocate(pre.raw, f, self.raw) })
     }
 
     /// The near null space used by algebraic multigrid (`-pc_type gamg`):
@@ -156,6 +163,34 @@ impl Mat {
         }
     }
 
+    /// Preallocates exactly the entries at global (row, column) pairs
+    /// `(i[k], j[k])`, which any rank may give for any row; repeated pairs
+    /// are summed by [`Mat::set_values_coo`] (`MatSetPreallocationCOO`).
+    /// Collective.
+    pub fn set_preallocation_coo(&mut self, i: &[PetscInt], j: &[PetscInt]) -> Result<()> {
+        if i.len() != j.len() {
+            return Err(size_error("Mat::set_preallocation_coo i vs j", i.len(), j.len()));
+        }
+        // PETSc may reorder its arguments: give it copies.
+        let (mut i, mut j) = (i.to_vec(), j.to_vec());
+        // SAFETY: live handle; both arrays have `len` entries.
+        check(unsafe { ffi::MatSetPreallocationCOO(self.raw, i.len() as ffi::PetscCount, i.as_mut_ptr(), j.as_mut_ptr()) })?;
+        self.coo_len = i.len();
+        Ok(())
+    }
+
+    /// Sets the values of the entries given to
+    /// [`Mat::set_preallocation_coo`], in that order (`MatSetValuesCOO`;
+    /// repeated pairs summed; `Insert` replaces the matrix's values, `Add`
+    /// adds to them). The matrix is assembled on return. Collective.
+    pub fn set_values_coo(&mut self, v: &[f64], mode: InsertMode) -> Result<()> {
+        if v.len() != self.coo_len {
+            return Err(size_error("Mat::set_values_coo", v.len(), self.coo_len));
+        }
+        // SAFETY: live handle; `v` has as many entries as the COO pattern.
+        check(unsafe { ffi::MatSetValuesCOO(self.raw, v.as_ptr(), mode.raw()) })
+    }
+
     /// The diagonal `d = diag(A)` (`MatGetDiagonal`). Collective.
     pub fn diagonal(&self, d: &mut Vector) -> Result<()> {
         // SAFETY: live handles.
@@ -170,11 +205,19 @@ impl Mat {
         Ok(super::ksp::static_str(t))
     }
 
+    /// Another owner of the same PETSc matrix (`PetscObjectReference`; the
+    /// matrix lives until every owner is dropped), e.g. for a SNES Jacobian
+    /// closure to fill the matrix it was registered with.
+    pub fn share(&self) -> Mat {
+        super::vec::add_reference(self.raw as ffi::PetscObject);
+        Mat { raw: self.raw, coo_len: self.coo_len }
+    }
+
     /// Wraps a handle PETSc owns (e.g. in a SNES Jacobian callback), taking
     /// an extra reference: the matrix is not destroyed when the borrow ends.
     pub(crate) fn borrow_raw<'a>(raw: ffi::Mat) -> Borrowed<'a, Mat> {
         super::vec::add_reference(raw as ffi::PetscObject);
-        Borrowed::new(Mat { raw })
+        Borrowed::new(Mat { raw, coo_len: 0 })
     }
 
     /// The raw handle (for the other wrappers of this module tree).
