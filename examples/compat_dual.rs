@@ -56,6 +56,7 @@ fn args() -> Args {
 fn main() {
     let universe = mpi::initialize().expect("MPI");
     let world = universe.world();
+    stiffgrain::logging::init(world.rank(), false);
     let args = args();
     // PETSc options after `--` (e.g. -compat_pc_type gamg).
     let petsc_args: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();

@@ -58,6 +58,28 @@ pub struct Dual<'a> {
     pub unsupported: Vec<u64>,
 }
 
+/// The `max` smallest ids over all ranks' `ids` (sorted), the same on
+/// every rank (so rank 0 can name them). Collective.
+fn first_ids(comm: &Comm, ids: &[u64], max: usize) -> Vec<u64> {
+    use mpi::collective::SystemOperation;
+    use mpi::traits::CommunicatorCollectives;
+    let mut out: Vec<u64> = Vec::new();
+    if crate::parallel::sum_u64(comm, ids.len() as u64) == 0 {
+        return out;
+    }
+    while out.len() < max {
+        let after = out.last().copied();
+        let mine = ids.iter().copied().filter(|&i| after.is_none_or(|a| i > a)).min().unwrap_or(u64::MAX);
+        let mut next = u64::MAX;
+        comm.all_reduce_into(&mine, &mut next, SystemOperation::min());
+        if next == u64::MAX {
+            break;
+        }
+        out.push(next);
+    }
+    out
+}
+
 /// Contact weights of the Hessian.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Weights {
@@ -144,7 +166,7 @@ impl<'a> Dual<'a> {
                 }
             }
         }
-        for id in &unsupported {
+        for id in first_ids(comm, &unsupported, 8) {
             log::warn!(
                 "compatibility: body {id} carries a load that no contact can take (it has no contact along that DOF): \
                  the problem is infeasible there; that part of the load is left out"
