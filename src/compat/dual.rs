@@ -116,9 +116,9 @@ impl<'a> Dual<'a> {
         // B's rows without round-off entries: a sphere's lever arm r × n is
         // ~1e-20 r, not zero; keeping it would make its rotations look free.
         let (mut row_start, mut row_idx, mut row_val) = (vec![0], Vec::with_capacity(6 * nc), Vec::with_capacity(6 * nc));
-        for i in 0..nc {
+        for (i, &ki) in k.iter().enumerate() {
             for (local, j) in [(op.ia[i], &op.ja[i]), (op.ib[i], &op.jb[i])] {
-                if local == WALL_INDEX || k[i] == 0.0 {
+                if local == WALL_INDEX || ki == 0.0 {
                     continue;
                 }
                 let big = j.amax();
@@ -137,10 +137,8 @@ impl<'a> Dual<'a> {
         let mut diag = op.body_vec()?;
         {
             let mut val = Vec::with_capacity(row_val.len());
-            for i in 0..nc {
-                for e in row_start[i]..row_start[i + 1] {
-                    val.push(k[i] * row_val[e] * row_val[e]);
-                }
+            for (i, &ki) in k.iter().enumerate() {
+                val.extend(row_val[row_start[i]..row_start[i + 1]].iter().map(|b| ki * b * b));
             }
             diag.set_values(&row_idx, &val, InsertMode::Add)?;
             diag.assemble()?;

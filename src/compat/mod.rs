@@ -345,7 +345,7 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, f_cd: &Vector, k: &[f64], se
             let w = crate::parallel::sum_f64(comm, w);
             Ok(w - lambda.dot(&c)? + 0.5 * mu * c.dot(&c)?)
         };
-        let res = apgd::apgd(&mut x, eval, &project, omega, set.max_inner as u64, &mut lip)?;
+        let res = apgd::apgd(&mut x, eval, project, omega, set.max_inner as u64, &mut lip)?;
         inner += res.iterations;
         optimality = res.residual;
         b.mult_transpose(&x, &mut c)?;

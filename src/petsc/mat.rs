@@ -84,11 +84,10 @@ impl Mat {
         Ok(Mat { raw, coo_len: 0 })
     }
 
-    /// Creates a matrix of PETSc type `kind` (`"baij"`, `"aij"`,
-    /// `"preallocator"`, ...) with block size `bs` and `local_rows` x
-    /// `local_cols` on this rank (`MatCreate`, `MatSetSizes`,
-    /// `MatSetBlockSize`, `MatSetType`); not yet preallocated: call
-    /// [`Mat::set_up`] or [`Mat::preallocate_from`]. Collective.
+    /// Creates a matrix of PETSc type `kind` (`"aij"`, `"baij"`, ...) with
+    /// block size `bs` and `local_rows` x `local_cols` on this rank
+    /// (`MatCreate`, `MatSetSizes`, `MatSetBlockSize`, `MatSetType`); not
+    /// yet preallocated: call [`Mat::set_preallocation_coo`]. Collective.
     pub fn create(comm: &impl AsComm, kind: &str, bs: PetscInt, local_rows: PetscInt, local_cols: PetscInt) -> Result<Mat> {
         require_alive("Mat::create")?;
         let k = cstring(kind)?;
@@ -118,25 +117,6 @@ impl Mat {
     pub fn set_from_options(&mut self) -> Result<()> {
         // SAFETY: live handle.
         check(unsafe { ffi::MatSetFromOptions(self.raw) })
-    }
-
-    /// Default preallocation (`MatSetUp`); a `"preallocator"` matrix needs it
-    /// before values are set.
-    pub fn set_up(&mut self) -> Result<()> {
-        // SAFETY: live handle.
-        check(unsafe { ffi::MatSetUp(self.raw) })
-    }
-
-    /// Preallocates this matrix with the nonzero pattern recorded by the
-    /// assembled `"preallocator"` matrix `pre` (`MatPreallocatorPreallocate`;
-    /// the pattern is counted in blocks of the block size). With `fill` the
-    /// whole pattern is inserted as zeros (for an AIJ matrix with block size
-    /// > 1: full blocks); without, only the entries set later are stored
-    /// (AIJ drops the unused space at the first assembly). Collective.
-    pub fn preallocate_from(&mut self, pre: &Mat, fill: bool) -> Result<()> {
-        let f = if fill { ffi::PetscBool::PETSC_TRUE } else { ffi::PetscBool::PETSC_FALSE };
-        // SAFETY: live handles; `pre` is an assembled MATPREALLOCATOR.
-        check(unsafe { ffi::MatPreallocatorPreallocate(pre.raw, f, self.raw) })
     }
 
     /// The near null space used by algebraic multigrid (`-pc_type gamg`):
@@ -189,20 +169,6 @@ impl Mat {
         }
         // SAFETY: live handle; `v` has as many entries as the COO pattern.
         check(unsafe { ffi::MatSetValuesCOO(self.raw, v.as_ptr(), mode.raw()) })
-    }
-
-    /// The diagonal `d = diag(A)` (`MatGetDiagonal`). Collective.
-    pub fn diagonal(&self, d: &mut Vector) -> Result<()> {
-        // SAFETY: live handles.
-        check(unsafe { ffi::MatGetDiagonal(self.raw, d.raw()) })
-    }
-
-    /// The matrix type now in use (after options), e.g. `"mpibaij"`.
-    pub fn type_name(&self) -> Result<String> {
-        let mut t: ffi::MatType = std::ptr::null();
-        // SAFETY: live handle; the type name is owned by PETSc.
-        check(unsafe { ffi::MatGetType(self.raw, &mut t) })?;
-        Ok(super::ksp::static_str(t))
     }
 
     /// Another owner of the same PETSc matrix (`PetscObjectReference`; the
