@@ -2,7 +2,11 @@
 //! middle, whatever CD method ran first; paper §8.1), the off-centre beam
 //! with Hookean and Hertzian contacts against the rigid-platform solution,
 //! compatibility itself (one displacement field explains the forces) on
-//! small pyramids, and the same forces on 1, 2 and 3 ranks.
+//! small pyramids, and the same forces on 1, 2 and 3 ranks — each with the
+//! dual methods `newton` and `apgd` (issue 15); then the two methods and
+//! the paper's augmented Lagrangian against each other on the n = 8
+//! pyramid, rank independence of the Newton iterations, and the singular
+//! cases (a load no contact can take, Hertz from zero approach).
 mod common;
 use nalgebra::{DMatrix, DVector};
 use std::path::{Path, PathBuf};
@@ -83,13 +87,24 @@ fn with_method(text: &str, method: &str, order: &str) -> String {
     text.replace("method = \"apgd\"", &format!("method = \"{method}\"\npgs_order = \"{order}\""))
 }
 
+/// The compatibility methods every scene test runs with.
+const COMPAT_METHODS: [&str; 2] = ["newton", "apgd"];
+
+/// `text` with `[compatibility] method = compat`.
+fn with_compat(text: &str, compat: &str) -> String {
+    assert!(text.contains("[compatibility]\n"));
+    text.replace("[compatibility]\n", &format!("[compatibility]\nmethod = \"{compat}\"\n"))
+}
+
 #[test]
 fn beam_uniform_gives_thirds_whatever_the_cd_method() {
     let dir = tempfile::tempdir().unwrap();
-    let text = cfg_text("beam-uniform-compat");
     let mut cd_forces = Vec::new();
+    for compat in COMPAT_METHODS {
+    let text = cfg_text("beam-uniform-compat");
     for (name, method, order) in [("apgd", "apgd", "forward"), ("fwd", "pgs", "forward"), ("rev", "pgs", "reverse")] {
-        let out = run(dir.path(), name, &with_method(&text, method, order), 1);
+        let name = &format!("{compat}-{name}");
+        let out = run(dir.path(), name, &with_compat(&with_method(&text, method, order), compat), 1);
         let f = supports(&out);
         for &x in &f {
             assert!((x - 10.0 / 3.0).abs() < 1e-6, "{name}: compatible reactions {f:?}");
@@ -103,6 +118,7 @@ fn beam_uniform_gives_thirds_whatever_the_cd_method() {
         cd.sort_by(f64::total_cmp);
         cd_forces.push(cd);
     }
+    }
     // The CD forces themselves differ between PGS orders (the test is not trivial).
     let differ = cd_forces[1].iter().zip(&cd_forces[2]).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     assert!(differ > 0.5, "PGS orders gave the same CD forces: {cd_forces:?}");
@@ -111,14 +127,17 @@ fn beam_uniform_gives_thirds_whatever_the_cd_method() {
 #[test]
 fn beam_stiff_middle_gives_2_6_2() {
     let dir = tempfile::tempdir().unwrap();
+    for compat in COMPAT_METHODS {
     let text = cfg_text("beam-stiff-middle");
     for (name, method, order) in [("apgd", "apgd", "forward"), ("rev", "pgs", "reverse")] {
-        let out = run(dir.path(), name, &with_method(&text, method, order), 1);
+        let name = &format!("{compat}-{name}");
+        let out = run(dir.path(), name, &with_compat(&with_method(&text, method, order), compat), 1);
         // Supports 1, 2, 3 at x = 0, L, L/2.
         let f = supports(&out);
         for (x, want) in f.iter().zip([2.0, 2.0, 6.0]) {
             assert!((x - want).abs() < 1e-6, "{name}: {f:?} vs [2, 2, 6]");
         }
+    }
     }
 }
 
@@ -168,13 +187,16 @@ fn off_centre_beam_hooke_and_hertz_match_the_rigid_platform_solution() {
     let hertz = off_centre(2.5);
     assert!((hertz[0] - hooke[0]).abs() > 1e-3, "Hertz should differ from Hooke: {hertz:?}");
     for (law, want) in [("hooke", hooke), ("hertz", hertz)] {
+        for compat in COMPAT_METHODS {
         for (name, method, order) in [("apgd", "apgd", "forward"), ("rev", "pgs", "reverse")] {
-            let out = run(dir.path(), &format!("{law}-{name}"), &with_method(&off_centre_config(law), method, order), 1);
+            let name = &format!("{compat}-{name}");
+            let out = run(dir.path(), &format!("{law}-{name}"), &with_compat(&with_method(&off_centre_config(law), method, order), compat), 1);
             let f = supports(&out);
             // Supports 1, 2, 3 at x = 0, 1, 0.5.
             for (x, w) in f.iter().zip([want[0], want[2], want[1]]) {
                 assert!((x - w).abs() < 1e-6, "{law}/{name}: {f:?} vs {want:?} (x = 0, 1, 0.5)");
             }
+        }
         }
     }
 }
@@ -237,8 +259,9 @@ fn compatible_forces_come_from_one_displacement_field() {
         (1, 1) => 1.0,
         _ => 1.0 / 3.0,
     };
+    for compat in COMPAT_METHODS {
     for (name, k) in [("cannonball-hooke", &uniform as &dyn Fn(u64, u64) -> f64), ("cannonball-two-species", &species)] {
-        let out = run(dir.path(), name, &small_pyramid(name), 1);
+        let out = run(dir.path(), &format!("{name}-{compat}"), &with_compat(&small_pyramid(name), compat), 1);
         let fr = last_frame(&out);
         let (res, overlap) = fit_displacements(&fr, k, &|c| c.f_compat);
         assert!(res < 1e-6, "{name}: compatible forces fit a displacement field only to {res:e}");
@@ -247,15 +270,17 @@ fn compatible_forces_come_from_one_displacement_field() {
         let (res_cd, _) = fit_displacements(&fr, k, &|c| c.f_cd);
         assert!(res_cd > 1e-3, "{name}: the CD forces fit too ({res_cd:e}): the check cannot tell");
     }
+    }
 }
 
 #[test]
 fn same_compatible_forces_on_1_2_3_ranks() {
     let dir = tempfile::tempdir().unwrap();
+    for compat in COMPAT_METHODS {
     for name in ["cannonball-hooke", "cannonball-hertz"] {
         let mut runs = Vec::new();
         for np in [1, 2, 3] {
-            let out = run(dir.path(), &format!("{name}-np{np}"), &small_pyramid(name), np);
+            let out = run(dir.path(), &format!("{name}-{compat}-np{np}"), &with_compat(&small_pyramid(name), compat), np);
             let mut c: Vec<(u64, u64, f64)> = last_frame(&out).contacts.iter().map(|c| (c.a, c.b, c.f_compat)).collect();
             c.sort_by_key(|x| (x.0, x.1));
             runs.push(c);
@@ -268,6 +293,109 @@ fn same_compatible_forces_on_1_2_3_ranks() {
                 assert_eq!((x.0, x.1), (y.0, y.1));
                 assert!((x.2 - y.2).abs() <= 1e-6 * fmax, "{name}, {} ranks, contact {}-{}: {} vs {}", np + 1, x.0, x.1, y.2, x.2);
             }
+        }
+    }
+    }
+}
+
+/// key=value pairs of the `compat_dual` line of `method`.
+fn dual_line(out: &str, method: &str) -> std::collections::HashMap<String, String> {
+    let line = out.lines().find(|l| l.starts_with(&format!("method={method} "))).unwrap_or_else(|| panic!("no {method} line in:\n{out}"));
+    line.split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn num(m: &std::collections::HashMap<String, String>, k: &str) -> f64 {
+    m[k].parse().unwrap_or_else(|_| panic!("{k}={}", m[k]))
+}
+
+/// Runs examples/compat_dual on the touching n-sphere-base pyramid of `law`.
+fn dual(np: usize, law: &str, n: u32, extra: &[&str]) -> String {
+    let cfg = format!("{}/configs/cannonball-{law}.toml", env!("CARGO_MANIFEST_DIR"));
+    let gen = format!("generate[0].n={n}");
+    let mut args = vec![cfg.as_str(), "--set", &gen, "--set", "generate[0].layer_gap=0"];
+    args.extend_from_slice(extra);
+    common::mpirun_ok(np, &common::example("compat_dual"), &args)
+}
+
+#[test]
+fn newton_apgd_and_augmented_lagrangian_agree_on_the_n8_pyramid() {
+    for law in ["hooke", "hertz", "two-species"] {
+        let mut extra = vec!["--method", "newton", "--method", "apgd"];
+        if law == "hooke" {
+            extra.extend_from_slice(&["--method", "augmented-lagrangian"]);
+        }
+        let out = dual(1, law, 8, &extra);
+        let newton = dual_line(&out, "Newton");
+        let apgd = dual_line(&out, "Apgd");
+        assert_eq!(newton["converged"], "true", "{law}: {out}");
+        assert_eq!(apgd["converged"], "true", "{law}: {out}");
+        assert!(num(&newton, "feasibility") <= 1e-10 && num(&apgd, "feasibility") <= 1e-10, "{law}: {out}");
+        // Forces relative to the largest: the same solution of eq 36.
+        assert!(num(&apgd, "diff") <= 1e-8, "{law}: Newton and APGD differ: {out}");
+        assert!(num(&newton, "iterations") <= 30.0, "{law}: {out}");
+        if law == "hooke" {
+            let al = dual_line(&out, "AugmentedLagrangian");
+            assert!(num(&al, "diff") <= 1e-8, "{law}: Newton and the augmented Lagrangian differ: {out}");
+        }
+        // Total force = total weight carried (Bᵀf = F̃): the same for every method.
+        let (a, b) = (num(&newton, "f_sum"), num(&apgd, "f_sum"));
+        assert!((a - b).abs() <= 1e-8 * a, "{law}: {a} vs {b}");
+    }
+}
+
+#[test]
+fn newton_iterations_and_forces_do_not_depend_on_the_rank_count() {
+    for law in ["hooke", "hertz"] {
+        let runs: Vec<_> = [1, 2, 3].iter().map(|&np| dual_line(&dual(np, law, 8, &["--method", "newton"]), "Newton")).collect();
+        for (i, r) in runs.iter().enumerate() {
+            assert_eq!(r["converged"], "true", "{law}, {} ranks: {r:?}", i + 1);
+            assert_eq!(r["iterations"], runs[0]["iterations"], "{law}: Newton steps at {} ranks vs 1: {runs:?}", i + 1);
+            let (l, l0) = (num(r, "linear"), num(&runs[0], "linear"));
+            assert!((l - l0).abs() <= 0.05 * l0, "{law}: CG iterations at {} ranks {l} vs {l0}", i + 1);
+            for k in ["f_max", "f_sum"] {
+                let (x, x0) = (num(r, k), num(&runs[0], k));
+                assert!((x - x0).abs() <= 1e-9 * x0, "{law}: {k} at {} ranks {x} vs {x0}", i + 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn hertz_newton_from_zero_approach_does_not_stall() {
+    // At u = 0 every Hertz weight (p − 1) δ^{p−2} is zero: the Newton matrix
+    // is only the regularisation there. It must still converge, to the
+    // forces of the bilateral start.
+    let from_zero = dual_line(&dual(1, "hertz", 5, &["--method", "newton", "--start", "zero"]), "Newton");
+    let bilateral = dual_line(&dual(1, "hertz", 5, &["--method", "newton"]), "Newton");
+    assert_eq!(from_zero["converged"], "true", "{from_zero:?}");
+    assert!(num(&from_zero, "iterations") < 100.0);
+    for k in ["f_max", "f_sum"] {
+        let (x, x0) = (num(&from_zero, k), num(&bilateral, k));
+        assert!((x - x0).abs() <= 1e-9 * x0, "{k}: {x} from u = 0 vs {x0}");
+    }
+}
+
+#[test]
+fn a_load_no_contact_can_take_is_reported_by_body_and_the_rest_is_solved() {
+    // A sphere far from the pyramid (id 0: explicit bodies come first) gets
+    // a vertical load; no contact can carry it (eq 36 is infeasible there).
+    let dir = tempfile::tempdir().unwrap();
+    let text = cfg_text("cannonball-hooke").replace("n = 20", "n = 4")
+        + "\n[[body]]\nshape = \"ball\"\nposition = [1.0, 1.0, 1.0]\n";
+    let cfg = dir.path().join("lonely.toml");
+    std::fs::write(&cfg, text).unwrap();
+    for np in [1, 2] {
+        for method in ["newton", "apgd"] {
+            let args = [cfg.to_str().unwrap(), "--set", "generate[0].layer_gap=0", "--method", method, "--free-load", "0"];
+            let out = common::mpirun(np, &common::example("compat_dual"), &args);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{method} on {np}: {stdout}\n{stderr}");
+            assert!(stdout.contains("unsupported_bodies=1"), "{stdout}");
+            assert!(stderr.contains("body 0 carries a load that no contact can take"), "{stderr}");
+            let m = dual_line(&stdout, if method == "newton" { "Newton" } else { "Apgd" });
+            assert_eq!(m["converged"], "true");
+            assert!(num(&m, "f_max") > 0.0);
         }
     }
 }

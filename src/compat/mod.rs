@@ -13,6 +13,11 @@
 //! (B has no entries on fixed bodies or masked DOFs, Γ_D), so F̃ is computed
 //! that way and f_CD is a feasible warm start.
 //!
+//! `method = "newton"` (default, [`newton`]) and `"apgd"` ([`dual_apgd`])
+//! solve the dual of eq 36 over the body displacements ([`dual`]), an
+//! unconstrained smooth minimisation. `"augmented-lagrangian"` is the
+//! paper's method, kept as a cross-check ([`solve`] below):
+//!
 //! Solved by an augmented Lagrangian in the LANCELOT manner: subproblems
 //! min_{f ≥ 0} Σ w*(f_i) − λᵀ(Bᵀf − F̃) + μ/2 ‖Bᵀf − F̃‖² by the generic
 //! APGD ([`apgd`]), to a tolerance tightened tenfold per outer iteration;
@@ -26,22 +31,31 @@
 //! Distributed like CD: f over this rank's contacts, λ and F̃ over the owned
 //! bodies' DOFs, B the CD operator.
 pub mod apgd;
+pub mod dual;
+pub mod dual_apgd;
+pub mod newton;
 
 use crate::body::Bodies;
 use crate::cd::operator::ContactOperator;
 use crate::cd::CdSolver;
-use crate::contact::Contacts;
+use crate::contact::{ContactKey, Contacts};
 use crate::parallel::Comm;
 use crate::petsc::{NormType, Result, Vector};
-use crate::scene::{CompatSettings, Scene};
+use crate::parallel::exchange::Layout;
+use crate::scene::{CompatMethod, CompatSettings, Scene};
 use crate::solver::{ContactField, ContactForces, Solver, SolverError, StepContext, StepReport};
+use std::collections::HashMap;
 
 /// Running totals of the compatibility solves (benchmarks, logs).
 #[derive(Clone, Debug, Default)]
 pub struct CompatStats {
     pub solves: u64,
+    /// Newton steps (newton), 0 (apgd), AL iterations (augmented-lagrangian).
     pub outer: u64,
+    /// Krylov iterations (newton), APGD iterations (apgd, augmented-lagrangian).
     pub inner: u64,
+    /// Solves started from the previous solve's displacements.
+    pub warm: u64,
     pub seconds: f64,
     pub not_converged: u64,
 }
@@ -55,6 +69,18 @@ pub struct CompatibleCdSolver {
     /// Compatible normal force of each contact of the last step (empty
     /// when the step did not compute them).
     f_compatible: Vec<f64>,
+    warm: Option<WarmStart>,
+}
+
+/// The last dual solve's displacements, reused when the contact set is
+/// the same (per rank; every rank must agree).
+pub struct WarmStart {
+    keys: Vec<ContactKey>,
+    /// Scaled u of each owned body by id.
+    u: HashMap<u64, [f64; 6]>,
+    /// Force scale s = ‖F̃‖∞ of that solve and its p.
+    scale: f64,
+    p: f64,
 }
 
 impl CompatibleCdSolver {
@@ -68,8 +94,9 @@ impl Drop for CompatibleCdSolver {
         let s = &self.stats;
         if s.solves > 0 {
             log::info!(
-                "compatibility: {} solves, {} outer (AL) and {} inner (APGD) iterations, {:.3} s on this rank, {} not converged",
+                "compatibility: {} solves ({} warm-started), {} outer (Newton/AL) and {} inner (CG/APGD) iterations, {:.3} s on this rank, {} not converged",
                 s.solves,
+                s.warm,
                 s.outer,
                 s.inner,
                 s.seconds,
@@ -87,11 +114,19 @@ impl Solver for CompatibleCdSolver {
             return self.cd.step_with(ctx, bodies, forces, None).map(|(report, _)| report);
         }
         let stats = &mut self.stats;
+        let warm = &mut self.warm;
         let before = stats.seconds;
         let mut post = |op: &mut ContactOperator, f: &Vector, b: &Bodies| -> std::result::Result<Vec<f64>, SolverError> {
             let k = relative_stiffness(ctx.scene, b, ctx.contacts);
             let t0 = std::time::Instant::now();
-            let res = solve(ctx.comm, op, f, &k, set)?;
+            let res = match set.method {
+                CompatMethod::AugmentedLagrangian => solve(ctx.comm, op, f, &k, set)?,
+                _ => {
+                    let (res, warmed) = solve_dual(ctx.comm, op, ctx.layout, b, ctx.contacts, f, &k, set, warm)?;
+                    stats.warm += warmed as u64;
+                    res
+                }
+            };
             stats.seconds += t0.elapsed().as_secs_f64();
             stats.solves += 1;
             stats.outer += res.outer as u64;
@@ -99,9 +134,11 @@ impl Solver for CompatibleCdSolver {
             if !res.converged {
                 stats.not_converged += 1;
                 log::warn!(
-                    "step {}: compatibility stopped after {} outer iterations at feasibility {:e}, optimality {:e}",
+                    "step {}: compatibility ({:?}) stopped after {} outer and {} inner iterations at feasibility {:e}, optimality {:e}",
                     ctx.step,
+                    set.method,
                     res.outer,
+                    res.inner,
                     res.feasibility,
                     res.optimality
                 );
@@ -145,7 +182,8 @@ pub fn relative_stiffness(scene: &Scene, bodies: &Bodies, contacts: &Contacts) -
     (0..contacts.len()).map(|i| scene.pair_stiffness(bodies.material[contacts.ia[i]], contacts.material_b(i, bodies, &scene.walls))).collect()
 }
 
-/// Result of one compatibility solve.
+/// Result of one compatibility solve (`optimality` is 0 for the dual
+/// methods: their forces are optimal by construction).
 #[derive(Clone, Debug, Default)]
 pub struct CompatResult {
     /// Compatible force of every local contact.
@@ -156,6 +194,83 @@ pub struct CompatResult {
     pub feasibility: f64,
     pub optimality: f64,
     pub converged: bool,
+}
+
+/// Solves eq 36 through its dual (`set.method` newton or apgd) for the
+/// contacts of `op` with F̃ = Bᵀ `f_cd`, from the displacements in `warm`
+/// when the contact set is the one of that solve (returned flag), else from
+/// the bilateral solve (newton) or zero (apgd); stores the new u in `warm`.
+/// Collective.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_dual(
+    comm: &Comm,
+    op: &ContactOperator,
+    layout: &Layout,
+    bodies: &Bodies,
+    contacts: &Contacts,
+    f_cd: &Vector,
+    k: &[f64],
+    set: &CompatSettings,
+    warm: &mut Option<WarmStart>,
+) -> Result<(CompatResult, bool)> {
+    let mut ft = op.body_vec()?;
+    op.b.mult_transpose(f_cd, &mut ft)?;
+    let problem = dual::Dual::new(comm, op, layout, bodies, ft, k, set.p)?;
+    let n = op.n_local();
+    if problem.is_trivial() {
+        *warm = None;
+        return Ok((CompatResult { f: vec![0.0; n], converged: true, ..Default::default() }, false));
+    }
+    let keys: Vec<ContactKey> = (0..n).map(|i| contacts.key(i)).collect();
+    // Warm start: same contacts on every rank, every owned body known.
+    let same = warm.as_ref().is_some_and(|w| w.keys == keys && w.p == set.p && (0..op.n_owned).all(|i| w.u.contains_key(&bodies.id[i])));
+    let u0 = if crate::parallel::all_ok(comm, same) {
+        let w = warm.as_ref().expect("checked above");
+        // f/s = k̃ δ^{p−1}: u scales with s^{−1/(p−1)}.
+        let r = (w.scale / problem.scale).powf(1.0 / (set.p - 1.0));
+        let mut u = op.body_vec()?;
+        {
+            let mut uv = u.view_mut()?;
+            for i in 0..op.n_owned {
+                let ui = w.u[&bodies.id[i]];
+                for d in 0..6 {
+                    uv[6 * i + d] = if problem.free[6 * i + d] { r * ui[d] } else { 0.0 };
+                }
+            }
+        }
+        Some(u)
+    } else {
+        None
+    };
+    let warmed = u0.is_some();
+    let res = match set.method {
+        CompatMethod::Apgd => dual_apgd::solve(&problem, u0, set.feasibility_tolerance, set.max_iterations as u64)?,
+        _ => newton::solve(&problem, bodies, u0, set.feasibility_tolerance, set.max_iterations)?,
+    };
+    {
+        let uv = res.u.view()?;
+        let u = (0..op.n_owned)
+            .map(|i| {
+                let mut x = [0.0; 6];
+                x.copy_from_slice(&uv[6 * i..6 * i + 6]);
+                (bodies.id[i], x)
+            })
+            .collect();
+        *warm = Some(WarmStart { keys, u, scale: problem.scale, p: set.p });
+    }
+    let (outer, inner) = match set.method {
+        CompatMethod::Apgd => (0, res.iterations),
+        _ => (res.iterations as u32, res.linear),
+    };
+    let out = CompatResult {
+        f: res.f,
+        outer,
+        inner,
+        feasibility: res.feasibility,
+        optimality: 0.0,
+        converged: res.converged,
+    };
+    Ok((out, warmed))
 }
 
 /// Solves eq 36 for the contacts of `op` with F̃ = Bᵀ `f_cd`, warm-started
@@ -217,7 +332,7 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, f_cd: &Vector, k: &[f64], se
             let w = crate::parallel::sum_f64(comm, w);
             Ok(w - lambda.dot(&c)? + 0.5 * mu * c.dot(&c)?)
         };
-        let res = apgd::apgd(&mut x, eval, &project, omega, set.max_inner as u64, &mut lip)?;
+        let res = apgd::apgd(&mut x, eval, project, omega, set.max_inner as u64, &mut lip)?;
         inner += res.iterations;
         optimality = res.residual;
         b.mult_transpose(&x, &mut c)?;

@@ -65,15 +65,19 @@ pub struct CompatibilityCfg {
     pub law: Option<ContactLaw>,
     /// Any exponent p > 1 of w_e(c) = k c^p / p.
     pub p: Option<f64>,
+    /// "newton" (default), "apgd" or "augmented-lagrangian".
+    pub method: Option<crate::scene::CompatMethod>,
+    /// Newton steps (default 100) or APGD iterations (default 200000).
+    pub max_iterations: Option<u32>,
     /// Solve every this many steps and at every output step (default 1).
     pub every: Option<u64>,
     /// ‖Bᵀf − F̃‖/‖F̃‖ at the end (default 1e-10).
     pub feasibility_tolerance: Option<f64>,
-    /// Projected-gradient norm at the end (default 1e-10).
+    /// Projected-gradient norm at the end (default 1e-10; augmented-lagrangian only).
     pub optimality_tolerance: Option<f64>,
-    /// Augmented-Lagrangian iterations (default 60).
+    /// Augmented-Lagrangian iterations (default 60; augmented-lagrangian only).
     pub max_outer: Option<u32>,
-    /// APGD iterations per subproblem (default 20000).
+    /// APGD iterations per subproblem (default 20000; augmented-lagrangian only).
     pub max_inner: Option<u32>,
     /// Relative stiffness of material pairs.
     #[serde(default)]

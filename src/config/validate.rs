@@ -312,8 +312,12 @@ fn compat_settings(c: &Ctx, cfg: &CompatibilityCfg, mat_index: &HashMap<&str, u3
         }
         pair_stiffness.push((pair, c.positive(&key("k"), s.k)?));
     }
+    let method = cfg.method.unwrap_or_default();
+    let max_default = if method == crate::scene::CompatMethod::Apgd { 200_000 } else { d.max_iterations };
     Ok(CompatSettings {
         p,
+        method,
+        max_iterations: count("compatibility.max_iterations", cfg.max_iterations, max_default)?,
         every,
         feasibility_tolerance: tol("compatibility.feasibility_tolerance", cfg.feasibility_tolerance, d.feasibility_tolerance)?,
         optimality_tolerance: tol("compatibility.optimality_tolerance", cfg.optimality_tolerance, d.optimality_tolerance)?,

@@ -4,6 +4,7 @@ use super::error::{check, Result};
 use super::ffi;
 use super::init::{alive, require_alive, AsComm};
 use super::vec::{size_error, Borrowed, InsertMode, Vector};
+use super::ksp::cstring;
 use super::PetscInt;
 use std::ops::Range;
 
@@ -11,6 +12,9 @@ use std::ops::Range;
 #[derive(Debug)]
 pub struct Mat {
     raw: ffi::Mat,
+    /// Entries given to [`Mat::set_preallocation_coo`] (the length
+    /// [`Mat::set_values_coo`] reads); 0 before.
+    coo_len: usize,
 }
 
 fn prealloc_ptr(nnz: &[PetscInt], expected: usize, what: &str) -> Result<*const PetscInt> {
@@ -48,7 +52,7 @@ impl Mat {
         let mut raw: ffi::Mat = std::ptr::null_mut();
         // SAFETY: preallocation arrays have `local_rows` entries or are NULL.
         check(unsafe { ffi::MatCreateAIJ(comm.as_comm(), local_rows, local_cols, det, det, d_nz, d, o_nz, o, &mut raw) })?;
-        Ok(Mat { raw })
+        Ok(Mat { raw, coo_len: 0 })
     }
 
     /// Creates a BAIJ matrix (`MatCreateBAIJ`: MPIBAIJ on several ranks) with
@@ -77,14 +81,109 @@ impl Mat {
         check(unsafe {
             ffi::MatCreateBAIJ(comm.as_comm(), bs, local_rows, local_cols, det, det, d_nz, d, o_nz, o, &mut raw)
         })?;
-        Ok(Mat { raw })
+        Ok(Mat { raw, coo_len: 0 })
+    }
+
+    /// Creates a matrix of PETSc type `kind` (`"aij"`, `"baij"`, ...) with
+    /// block size `bs` and `local_rows` x `local_cols` on this rank
+    /// (`MatCreate`, `MatSetSizes`, `MatSetBlockSize`, `MatSetType`); not
+    /// yet preallocated: call [`Mat::set_preallocation_coo`]. Collective.
+    pub fn create(comm: &impl AsComm, kind: &str, bs: PetscInt, local_rows: PetscInt, local_cols: PetscInt) -> Result<Mat> {
+        require_alive("Mat::create")?;
+        let k = cstring(kind)?;
+        let det = ffi::PETSC_DECIDE as PetscInt;
+        let mut raw: ffi::Mat = std::ptr::null_mut();
+        // SAFETY: valid out pointer, live communicator; the wrapper owns the
+        // handle from here on, so an error below still destroys it.
+        check(unsafe { ffi::MatCreate(comm.as_comm(), &mut raw) })?;
+        let m = Mat { raw, coo_len: 0 };
+        // SAFETY: live handle; PETSc copies the type name.
+        unsafe {
+            check(ffi::MatSetSizes(m.raw, local_rows, local_cols, det, det))?;
+            check(ffi::MatSetBlockSize(m.raw, bs))?;
+            check(ffi::MatSetType(m.raw, k.as_ptr()))?;
+        }
+        Ok(m)
+    }
+
+    /// Options prefix, e.g. `"compat_"` so that `-compat_mat_type aij` applies.
+    pub fn set_options_prefix(&mut self, prefix: &str) -> Result<()> {
+        let p = cstring(prefix)?;
+        // SAFETY: live handle, valid C string.
+        check(unsafe { ffi::MatSetOptionsPrefix(self.raw, p.as_ptr()) })
+    }
+
+    /// Applies command-line options (`MatSetFromOptions`: `-mat_type`, ...).
+    pub fn set_from_options(&mut self) -> Result<()> {
+        // SAFETY: live handle.
+        check(unsafe { ffi::MatSetFromOptions(self.raw) })
+    }
+
+    /// The near null space used by algebraic multigrid (`-pc_type gamg`):
+    /// `vecs` must be orthonormal (`MatNullSpaceCreate`, `MatSetNearNullSpace`;
+    /// the matrix keeps its own reference). Collective.
+    pub fn set_near_null_space(&mut self, vecs: &[Vector]) -> Result<()> {
+        let raw: Vec<ffi::Vec> = vecs.iter().map(|v| v.raw()).collect();
+        let mut ns: ffi::MatNullSpace = std::ptr::null_mut();
+        // SAFETY: live handles; PETSc references the vectors; we release our
+        // reference to the null space after the matrix took its own.
+        unsafe {
+            let mut comm: mpi::ffi::MPI_Comm = std::mem::zeroed();
+            check(ffi::PetscObjectGetComm(self.raw as ffi::PetscObject, &mut comm))?;
+            check(ffi::MatNullSpaceCreate(
+                comm,
+                ffi::PetscBool::PETSC_FALSE,
+                raw.len() as PetscInt,
+                raw.as_ptr(),
+                &mut ns,
+            ))?;
+            let r = check(ffi::MatSetNearNullSpace(self.raw, ns));
+            ffi::MatNullSpaceDestroy(&mut ns);
+            r
+        }
+    }
+
+    /// Preallocates exactly the entries at global (row, column) pairs
+    /// `(i[k], j[k])`, which any rank may give for any row; repeated pairs
+    /// are summed by [`Mat::set_values_coo`] (`MatSetPreallocationCOO`).
+    /// Collective.
+    pub fn set_preallocation_coo(&mut self, i: &[PetscInt], j: &[PetscInt]) -> Result<()> {
+        if i.len() != j.len() {
+            return Err(size_error("Mat::set_preallocation_coo i vs j", i.len(), j.len()));
+        }
+        // PETSc may reorder its arguments: give it copies.
+        let (mut i, mut j) = (i.to_vec(), j.to_vec());
+        // SAFETY: live handle; both arrays have `len` entries.
+        check(unsafe { ffi::MatSetPreallocationCOO(self.raw, i.len() as ffi::PetscCount, i.as_mut_ptr(), j.as_mut_ptr()) })?;
+        self.coo_len = i.len();
+        Ok(())
+    }
+
+    /// Sets the values of the entries given to
+    /// [`Mat::set_preallocation_coo`], in that order (`MatSetValuesCOO`;
+    /// repeated pairs summed; `Insert` replaces the matrix's values, `Add`
+    /// adds to them). The matrix is assembled on return. Collective.
+    pub fn set_values_coo(&mut self, v: &[f64], mode: InsertMode) -> Result<()> {
+        if v.len() != self.coo_len {
+            return Err(size_error("Mat::set_values_coo", v.len(), self.coo_len));
+        }
+        // SAFETY: live handle; `v` has as many entries as the COO pattern.
+        check(unsafe { ffi::MatSetValuesCOO(self.raw, v.as_ptr(), mode.raw()) })
+    }
+
+    /// Another owner of the same PETSc matrix (`PetscObjectReference`; the
+    /// matrix lives until every owner is dropped), e.g. for a SNES Jacobian
+    /// closure to fill the matrix it was registered with.
+    pub fn share(&self) -> Mat {
+        super::vec::add_reference(self.raw as ffi::PetscObject);
+        Mat { raw: self.raw, coo_len: self.coo_len }
     }
 
     /// Wraps a handle PETSc owns (e.g. in a SNES Jacobian callback), taking
     /// an extra reference: the matrix is not destroyed when the borrow ends.
     pub(crate) fn borrow_raw<'a>(raw: ffi::Mat) -> Borrowed<'a, Mat> {
         super::vec::add_reference(raw as ffi::PetscObject);
-        Borrowed::new(Mat { raw })
+        Borrowed::new(Mat { raw, coo_len: 0 })
     }
 
     /// The raw handle (for the other wrappers of this module tree).

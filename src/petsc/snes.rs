@@ -16,6 +16,7 @@ type JacobianFn<'a> = Box<dyn FnMut(&Vector, &mut Mat, Option<&mut Mat>) -> std:
 type PreCheckFn<'a> = Box<dyn FnMut(&Vector, &mut Vector) -> std::result::Result<bool, String> + 'a>;
 type MonitorFn<'a> = Box<dyn FnMut(PetscInt, f64) -> std::result::Result<(), String> + 'a>;
 type ConvergedFn<'a> = Box<dyn FnMut(PetscInt, f64) -> std::result::Result<bool, String> + 'a>;
+type ObjectiveFn<'a> = Box<dyn FnMut(&Vector) -> std::result::Result<f64, String> + 'a>;
 
 /// The closures PETSc calls back, reached through the `void *ctx` pointer.
 #[derive(Default)]
@@ -25,6 +26,7 @@ struct Callbacks<'a> {
     precheck: Option<PreCheckFn<'a>>,
     monitor: Option<MonitorFn<'a>>,
     converged: Option<ConvergedFn<'a>>,
+    objective: Option<ObjectiveFn<'a>>,
 }
 
 /// Most residual norms kept by the convergence history.
@@ -87,6 +89,28 @@ unsafe extern "C" fn residual_trampoline(
         let mut f = Vector::borrow_raw(f);
         func(&x, &mut f)
     })
+}
+
+unsafe extern "C" fn objective_trampoline(
+    _snes: ffi::SNES,
+    x: ffi::Vec,
+    value: *mut f64,
+    ctx: *mut c_void,
+) -> ffi::PetscErrorCode {
+    // SAFETY: as in residual_trampoline.
+    let cb = unsafe { &mut *(ctx as *mut Callbacks<'_>) };
+    let mut out = 0.0;
+    let code = guarded("objective", || {
+        let func = cb.objective.as_mut().ok_or("no objective set")?;
+        let x = Vector::borrow_raw(x);
+        out = func(&x)?;
+        Ok(())
+    });
+    if !value.is_null() {
+        // SAFETY: PETSc passes a valid out pointer.
+        unsafe { *value = out };
+    }
+    code
 }
 
 unsafe extern "C" fn jacobian_trampoline(
@@ -251,6 +275,27 @@ impl<'a> Snes<'a> {
         check(unsafe {
             ffi::SNESSetJacobian(self.raw, a.raw(), p.raw(), Some(jacobian_trampoline), self.callbacks as *mut c_void)
         })
+    }
+
+    /// The objective φ(x) whose gradient is the residual (`SNESSetObjective`):
+    /// the backtracking line search (`bt`) then asks for a decrease of φ
+    /// instead of ‖F‖². It must return the same value on every rank.
+    pub fn set_objective<F, E>(&mut self, mut f: F) -> Result<()>
+    where
+        F: FnMut(&Vector) -> std::result::Result<f64, E> + 'a,
+        E: Display,
+    {
+        self.callbacks().objective = Some(Box::new(move |x| f(x).map_err(|e| e.to_string())));
+        // SAFETY: live handle; ctx outlives the SNES.
+        check(unsafe { ffi::SNESSetObjective(self.raw, Some(objective_trampoline), self.callbacks as *mut c_void) })
+    }
+
+    /// Inexact Newton: the inner KSP's relative tolerance follows the
+    /// Eisenstat–Walker forcing terms (`SNESKSPSetUseEW`; `-snes_ksp_ew`).
+    pub fn set_use_ew(&mut self, flag: bool) -> Result<()> {
+        let b = if flag { ffi::PetscBool::PETSC_TRUE } else { ffi::PetscBool::PETSC_FALSE };
+        // SAFETY: live handle.
+        check(unsafe { ffi::SNESKSPSetUseEW(self.raw, b) })
     }
 
     /// A line-search pre-check: the closure gets the current iterate `x` and

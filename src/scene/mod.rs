@@ -162,6 +162,19 @@ pub enum PgsOrder {
     Reverse,
 }
 
+/// How compatible-cd solves its compatibility problem (eq 36).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompatMethod {
+    /// Newton (PETSc SNES + KSP) on the dual over body displacements.
+    #[default]
+    Newton,
+    /// Accelerated gradient on the same dual.
+    Apgd,
+    /// The paper's augmented Lagrangian over the forces (APGD subproblems).
+    AugmentedLagrangian,
+}
+
 /// `solver = "compatible-cd"`: the compatibility post-process (the
 /// `[compatibility]` table; see `crate::compat`).
 #[derive(Clone, Debug, PartialEq)]
@@ -169,6 +182,9 @@ pub struct CompatSettings {
     /// Power-law exponent p > 1 of the contact law w_e(c) = k c^p / p:
     /// 2 Hookean, 5/2 Hertzian.
     pub p: f64,
+    pub method: CompatMethod,
+    /// Newton steps (newton) or iterations (apgd).
+    pub max_iterations: u32,
     /// Solve every this many steps (and at every output step).
     pub every: u64,
     /// Stop when ‖Bᵀf − F̃‖₂/‖F̃‖₂ is at most this …
@@ -189,6 +205,8 @@ impl Default for CompatSettings {
     fn default() -> Self {
         Self {
             p: 2.0,
+            method: CompatMethod::Newton,
+            max_iterations: 100,
             every: 1,
             feasibility_tolerance: 1e-10,
             optimality_tolerance: 1e-10,

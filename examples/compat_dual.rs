@@ -1,0 +1,158 @@
+//! One compatibility problem in-process (run under mpirun; used by
+//! tests/compat.rs and for BENCHMARKS.md): loads a scene, detects its
+//! contacts, solves one CD step (APGD) for the load F̃ = Bᵀ f_CD (eq 37),
+//! then solves eq 36 with every method given and prints, from rank 0, one
+//! `key=value` line per method (iterations, seconds per solve, feasibility,
+//! forces' largest difference to the first method relative to the largest
+//! force) and exits 1 if a method did not converge.
+//!
+//! Usage: `compat_dual CONFIG.toml [--set KEY=VALUE]... [--method newton|apgd|augmented-lagrangian]...
+//! [--repeat N] [--free-load ID] [--start zero]`
+//! - `--free-load ID` adds a unit vertical load to body ID (which has no
+//!   contact): the problem is then infeasible on that body.
+//! - `--start zero`: Newton from u = 0 instead of the bilateral solve.
+use mpi::traits::*;
+use stiffgrain::cd::{apgd, operator::ContactOperator, rhs};
+use stiffgrain::compat::{dual::Dual, dual_apgd, newton, relative_stiffness, solve as solve_al};
+use stiffgrain::world::World as Sim;
+use stiffgrain::parallel;
+use stiffgrain::petsc::{self, NormType, Vector};
+use stiffgrain::scene::CompatMethod;
+
+struct Args {
+    config: String,
+    sets: Vec<String>,
+    methods: Vec<CompatMethod>,
+    repeat: usize,
+    free_load: Option<u64>,
+    zero_start: bool,
+}
+
+fn args() -> Args {
+    let mut a = Args { config: String::new(), sets: Vec::new(), methods: Vec::new(), repeat: 1, free_load: None, zero_start: false };
+    let mut it = std::env::args().skip(1);
+    while let Some(x) = it.next() {
+        match x.as_str() {
+            "--set" => a.sets.push(it.next().expect("--set KEY=VALUE")),
+            "--method" => a.methods.push(match it.next().expect("--method NAME").as_str() {
+                "newton" => CompatMethod::Newton,
+                "apgd" => CompatMethod::Apgd,
+                "augmented-lagrangian" => CompatMethod::AugmentedLagrangian,
+                m => panic!("unknown method {m}"),
+            }),
+            "--repeat" => a.repeat = it.next().and_then(|s| s.parse().ok()).expect("--repeat N"),
+            "--free-load" => a.free_load = it.next().and_then(|s| s.parse().ok()),
+            "--start" => a.zero_start = it.next().as_deref() == Some("zero"),
+            "--" => break,
+            c => a.config = c.to_string(),
+        }
+    }
+    if a.methods.is_empty() {
+        a.methods = vec![CompatMethod::Newton, CompatMethod::Apgd];
+    }
+    a
+}
+
+fn main() {
+    let universe = mpi::initialize().expect("MPI");
+    let world = universe.world();
+    stiffgrain::logging::init(world.rank(), false);
+    let args = args();
+    // PETSc options after `--` (e.g. -compat_pc_type gamg).
+    let petsc_args: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
+    let _petsc = petsc::Petsc::initialize(&petsc_args).expect("PETSc");
+    let mut scene = stiffgrain::config::load(std::path::Path::new(&args.config), &args.sets).unwrap_or_else(|e| panic!("{e}"));
+    let bodies = stiffgrain::startup::populate(&world, &mut scene, &args.config).unwrap_or_else(|e| panic!("{e}")).bodies;
+    let ok = run(&world, &scene, bodies, &args).expect("PETSc error");
+    if !parallel::all_ok(&world, ok) {
+        std::process::exit(1);
+    }
+}
+
+fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgrain::body::Bodies, args: &Args) -> petsc::Result<bool> {
+    let dt = scene.simulation.dt;
+    let mut sim = Sim::new(world, scene, bodies, false);
+    sim.detect();
+    let mut op = ContactOperator::assemble(world, &sim.bodies, &sim.layout, &sim.contacts, dt)?;
+    let p = rhs(&op, scene, &sim.bodies, &sim.contacts, 0.0, dt)?;
+    let mut f_cd = op.contact_vec()?;
+    apgd::apgd(world, &mut op, &p, &mut f_cd, scene.solver.tolerance, scene.solver.max_iterations)?;
+    let k = relative_stiffness(scene, &sim.bodies, &sim.contacts);
+    let set = &scene.compat;
+    let contacts = parallel::sum_u64(world, sim.contacts.len() as u64);
+    let mut reference: Option<Vec<f64>> = None;
+    let mut all_ok = true;
+    for &method in &args.methods {
+        let mut times = Vec::new();
+        let (mut f, mut its, mut lin, mut feas, mut conv) = (Vec::new(), 0u64, 0u64, 0.0, false);
+        for _ in 0..args.repeat {
+            world.barrier();
+            let t0 = std::time::Instant::now();
+            if method == CompatMethod::AugmentedLagrangian {
+                let r = solve_al(world, &mut op, &f_cd, &k, set)?;
+                (f, its, lin, feas, conv) = (r.f, r.outer as u64, r.inner, r.feasibility, r.converged);
+            } else {
+                let mut ft = op.body_vec()?;
+                op.b.mult_transpose(&f_cd, &mut ft)?;
+                if let Some(id) = args.free_load {
+                    add_load(&sim, &mut ft, id)?;
+                }
+                let dual = Dual::new(world, &op, &sim.layout, &sim.bodies, ft, &k, set.p)?;
+                let u0 = if args.zero_start {
+                    let mut u = dual.diag.duplicate()?;
+                    u.zero()?;
+                    Some(u)
+                } else {
+                    None
+                };
+                // The config's max_iterations is for its own method.
+                let max = |m: CompatMethod, dflt: u32| if set.method == m { set.max_iterations } else { dflt };
+                let r = match method {
+                    CompatMethod::Apgd => dual_apgd::solve(&dual, u0, set.feasibility_tolerance, max(CompatMethod::Apgd, 200_000) as u64)?,
+                    _ => newton::solve(&dual, &sim.bodies, u0, set.feasibility_tolerance, max(CompatMethod::Newton, 100))?,
+                };
+                let unsupported = parallel::sum_u64(world, dual.unsupported.len() as u64);
+                if world.rank() == 0 && unsupported > 0 {
+                    println!("unsupported_bodies={unsupported}");
+                }
+                (f, its, lin, feas, conv) = (r.f, r.iterations, r.linear, r.feasibility, r.converged);
+            }
+            world.barrier();
+            times.push(t0.elapsed().as_secs_f64());
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let fmax = parallel::max_f64(world, f.iter().fold(0.0, |m, x| m.max(x.abs())));
+        let diff = match &reference {
+            Some(r) => parallel::max_f64(world, r.iter().zip(&f).fold(0.0, |m, (a, b)| m.max((a - b).abs()))) / fmax,
+            None => 0.0,
+        };
+        let mut fv = op.contact_vec()?;
+        fv.view_mut()?.copy_from_slice(&f);
+        let fsum = fv.norm(NormType::One)?;
+        if world.rank() == 0 {
+            println!(
+                "method={method:?} ranks={} contacts={contacts} p={} iterations={its} linear={lin} seconds={median:.4} \
+                 feasibility={feas:e} converged={conv} f_max={fmax:e} f_sum={fsum:e} diff={diff:e}",
+                world.size(),
+                set.p
+            );
+        }
+        all_ok &= conv;
+        if reference.is_none() {
+            reference = Some(f);
+        }
+    }
+    Ok(all_ok)
+}
+
+/// Adds a unit load along z to body `id` on the rank that owns it.
+fn add_load(sim: &Sim, ft: &mut Vector, id: u64) -> petsc::Result<()> {
+    let mut v = ft.view_mut()?;
+    for i in 0..sim.layout.n_owned {
+        if sim.bodies.id[i] == id {
+            v[6 * i + 2] += 1.0;
+        }
+    }
+    Ok(())
+}

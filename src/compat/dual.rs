@@ -1,0 +1,428 @@
+//! The compatibility problem (eq 36) in its dual form over the body
+//! displacements u (issue 15): with the approach δ = −B u (B v is the
+//! opening velocity) and the rigid-limit truss law f_i = k̃_i [δ_i]₊^{p−1},
+//!
+//! ```text
+//! Π(u)   = Σ_i (k̃_i/p) [δ_i]₊^p + F̃ᵀu                       (dual of eq 36)
+//! ∇Π(u)  = F̃ − Bᵀ f(u)                                        (force balance, eq 37)
+//! ∇²Π(u) = Bᵀ diag(k̃_i (p−1) [δ_i]₊^{p−2}) B
+//! ```
+//!
+//! Π is convex, C¹ (piecewise quadratic for p = 2, C² for p > 2); its
+//! minimisers give the unique forces of eq 36 even where u is not unique
+//! (floppy modes). Used by [`super::newton`] and [`super::dual_apgd`].
+//!
+//! DOFs no contact can move (zero columns of B: sphere rotations under
+//! frictionless contact, masked DOFs of 2D scenes, fixed bodies) are kept
+//! out of the problem: their gradient is zero and their Hessian row is the
+//! identity, so Newton never moves them. A free DOF of that kind carrying a
+//! load F̃ makes the problem infeasible: [`Dual::new`] warns, naming the
+//! body, and drops that load.
+//!
+//! Forces are scaled by s = ‖F̃‖∞ inside (f/s = O(1)); distributed like B:
+//! contacts over their rank, u and F̃ over the owned bodies' DOFs.
+use crate::body::Bodies;
+use crate::cd::operator::ContactOperator;
+use crate::contact::WALL_INDEX;
+use crate::parallel::exchange::Layout;
+use crate::parallel::Comm;
+use crate::petsc::{InsertMode, Mat, NormType, PetscInt, Result, Vector};
+
+/// One compatibility problem: B (borrowed from the CD operator), k̃, p and
+/// the scaled load F̃/s.
+pub struct Dual<'a> {
+    pub comm: &'a Comm,
+    pub op: &'a ContactOperator,
+    pub p: f64,
+    /// k̃ per local contact (0 for a contact whose row of B is empty).
+    pub k: Vec<f64>,
+    /// Row i of B without its round-off entries, as (global DOF, value):
+    /// `row_idx[row_start[i]..row_start[i + 1]]` (at most 12 entries).
+    row_start: Vec<usize>,
+    row_idx: Vec<PetscInt>,
+    row_val: Vec<f64>,
+    /// Global block index of the owned bodies.
+    pub blk_owned: Vec<PetscInt>,
+    /// Per owned DOF: does some contact move it (a non-zero column of B)?
+    pub free: Vec<bool>,
+    /// F̃/s (zero on DOFs that are not free).
+    pub ft: Vector,
+    /// s = ‖F̃‖∞ (0: nothing to solve).
+    pub scale: f64,
+    /// ‖F̃/s‖₂.
+    pub ft_norm: f64,
+    /// diag(Bᵀ K̃ B) on the free DOFs, 1 elsewhere: the bilateral Hessian's
+    /// diagonal (the APGD metric and the Levenberg–Marquardt weight).
+    pub diag: Vector,
+    /// Ids of owned bodies whose load F̃ no contact can carry.
+    pub unsupported: Vec<u64>,
+}
+
+/// The `max` smallest ids over all ranks' `ids` (sorted), the same on
+/// every rank (so rank 0 can name them). Collective.
+fn first_ids(comm: &Comm, ids: &[u64], max: usize) -> Vec<u64> {
+    use mpi::collective::SystemOperation;
+    use mpi::traits::CommunicatorCollectives;
+    let mut out: Vec<u64> = Vec::new();
+    if crate::parallel::sum_u64(comm, ids.len() as u64) == 0 {
+        return out;
+    }
+    while out.len() < max {
+        let after = out.last().copied();
+        let mine = ids.iter().copied().filter(|&i| after.is_none_or(|a| i > a)).min().unwrap_or(u64::MAX);
+        let mut next = u64::MAX;
+        comm.all_reduce_into(&mine, &mut next, SystemOperation::min());
+        if next == u64::MAX {
+            break;
+        }
+        out.push(next);
+    }
+    out
+}
+
+/// Contact weights of the Hessian.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Weights {
+    /// k̃_i (p−1) [δ_i]₊^{p−2} at the given approach.
+    Tangent,
+    /// k̃_i for every contact: the Hookean all-contacts-bilateral Hessian
+    /// Bᵀ K̃ B (the start, and the metric of the dual APGD).
+    Bilateral,
+}
+
+/// An entry of a half-row of B below this times the half-row's largest is
+/// round-off and dropped.
+const ROUNDOFF: f64 = 1e-10;
+
+/// Smallest approach used in the Hessian weight δ^{p−2} when p < 2 (the
+/// weight is unbounded at δ → 0⁺), in the scaled units where f ≈ 1.
+const DELTA_FLOOR: f64 = 1e-8;
+
+impl<'a> Dual<'a> {
+    /// Sets up the problem for the contacts of `op` with load `ft` (body
+    /// vector, unscaled; consumed). `k` is k̃ per local contact. Collective.
+    pub fn new(
+        comm: &'a Comm,
+        op: &'a ContactOperator,
+        layout: &Layout,
+        bodies: &Bodies,
+        mut ft: Vector,
+        k: &[f64],
+        p: f64,
+    ) -> Result<Self> {
+        let nc = op.n_local();
+        let blk_owned: Vec<PetscInt> = (0..op.n_owned).map(|i| layout.global_index[i] as PetscInt).collect();
+        let k: Vec<f64> = (0..nc).map(|i| if op.active[i] { k[i] } else { 0.0 }).collect();
+        // B's rows without round-off entries: a sphere's lever arm r × n is
+        // ~1e-20 r, not zero; keeping it would make its rotations look free.
+        let (mut row_start, mut row_idx, mut row_val) = (vec![0], Vec::with_capacity(6 * nc), Vec::with_capacity(6 * nc));
+        for (i, &ki) in k.iter().enumerate() {
+            for (local, j) in [(op.ia[i], &op.ja[i]), (op.ib[i], &op.jb[i])] {
+                if local == WALL_INDEX || ki == 0.0 {
+                    continue;
+                }
+                let big = j.amax();
+                let base = 6 * layout.global_index[local] as PetscInt;
+                for d in 0..6 {
+                    if j[d].abs() > ROUNDOFF * big {
+                        row_idx.push(base + d as PetscInt);
+                        row_val.push(j[d]);
+                    }
+                }
+            }
+            row_start.push(row_idx.len());
+        }
+        // diag(Bᵀ K̃ B): each contact adds k̃ j_k² to the DOFs of its bodies,
+        // on whichever rank owns them.
+        let mut diag = op.body_vec()?;
+        {
+            let mut val = Vec::with_capacity(row_val.len());
+            for (i, &ki) in k.iter().enumerate() {
+                val.extend(row_val[row_start[i]..row_start[i + 1]].iter().map(|b| ki * b * b));
+            }
+            diag.set_values(&row_idx, &val, InsertMode::Add)?;
+            diag.assemble()?;
+        }
+        let mut free = Vec::with_capacity(6 * op.n_owned);
+        let mut unsupported = Vec::new();
+        let fmax = ft.norm(NormType::Infinity)?;
+        {
+            let mut dv = diag.view_mut()?;
+            let mut fv = ft.view_mut()?;
+            for j in 0..dv.len() {
+                let on = dv[j] > 0.0;
+                free.push(on);
+                if !on {
+                    dv[j] = 1.0;
+                    if fv[j].abs() > 1e-12 * fmax {
+                        let id = bodies.id[j / 6];
+                        if unsupported.last() != Some(&id) {
+                            unsupported.push(id);
+                        }
+                    }
+                    fv[j] = 0.0;
+                }
+            }
+        }
+        for id in first_ids(comm, &unsupported, 8) {
+            log::warn!(
+                "compatibility: body {id} carries a load that no contact can take (it has no contact along that DOF): \
+                 the problem is infeasible there; that part of the load is left out"
+            );
+        }
+        let scale = ft.norm(NormType::Infinity)?;
+        let mut ft_norm = 0.0;
+        if scale > 0.0 && scale.is_finite() {
+            ft.scale(1.0 / scale)?;
+            ft_norm = ft.norm(NormType::Two)?;
+        }
+        Ok(Self { comm, op, p, k, row_start, row_idx, row_val, blk_owned, free, ft, scale, ft_norm, diag, unsupported })
+    }
+
+    /// Whether there is anything to solve (a non-zero supported load).
+    pub fn is_trivial(&self) -> bool {
+        !(self.scale > 0.0 && self.scale.is_finite())
+    }
+
+    /// `delta = −B u`. Collective.
+    pub fn approach(&self, u: &Vector, delta: &mut Vector) -> Result<()> {
+        self.op.b.mult(u, delta)?;
+        delta.scale(-1.0)
+    }
+
+    /// f_i = k̃_i [δ_i]₊^{p−1} (scaled) into `f`, given `delta`.
+    pub fn forces(&self, delta: &Vector, f: &mut Vector) -> Result<()> {
+        let dv = delta.view()?;
+        let mut fv = f.view_mut()?;
+        let e = self.p - 1.0;
+        for i in 0..dv.len() {
+            fv[i] = if dv[i] > 0.0 { self.k[i] * dv[i].powf(e) } else { 0.0 };
+        }
+        Ok(())
+    }
+
+    /// Π(u); `delta` is scratch. Collective.
+    pub fn objective(&self, u: &Vector, delta: &mut Vector) -> Result<f64> {
+        self.approach(u, delta)?;
+        let mut w = 0.0;
+        {
+            let dv = delta.view()?;
+            for i in 0..dv.len() {
+                if dv[i] > 0.0 {
+                    w += self.k[i] / self.p * dv[i].powf(self.p);
+                }
+            }
+        }
+        Ok(crate::parallel::sum_f64(self.comm, w) + self.ft.dot(u)?)
+    }
+
+    /// g = ∇Π(u) = F̃ − Bᵀ f(u), zero on the DOFs that are not free; `delta`
+    /// and `f` are scratch (they hold −B u and f(u) on return). Collective.
+    pub fn gradient(&self, u: &Vector, delta: &mut Vector, f: &mut Vector, g: &mut Vector) -> Result<()> {
+        self.approach(u, delta)?;
+        self.forces(delta, f)?;
+        self.op.b.mult_transpose(f, g)?;
+        g.aypx(-1.0, &self.ft)?;
+        let mut gv = g.view_mut()?;
+        for (x, &on) in gv.iter_mut().zip(&self.free) {
+            if !on {
+                *x = 0.0;
+            }
+        }
+        Ok(())
+    }
+
+    /// Π(u) and g = ∇Π(u) with one B and one Bᵀ apply (scratch as in
+    /// [`Dual::gradient`]). Collective.
+    pub fn value_and_gradient(&self, u: &Vector, delta: &mut Vector, f: &mut Vector, g: &mut Vector) -> Result<f64> {
+        self.gradient(u, delta, f, g)?;
+        let mut w = 0.0;
+        {
+            let dv = delta.view()?;
+            for i in 0..dv.len() {
+                if dv[i] > 0.0 {
+                    w += self.k[i] / self.p * dv[i].powf(self.p);
+                }
+            }
+        }
+        Ok(crate::parallel::sum_f64(self.comm, w) + self.ft.dot(u)?)
+    }
+
+    /// ‖F̃ − Bᵀf‖₂ / ‖F̃‖₂ for a gradient `g`. Collective.
+    pub fn feasibility(&self, g: &Vector) -> Result<f64> {
+        Ok(g.norm(NormType::Two)? / self.ft_norm)
+    }
+
+    /// Hessian weight of every contact at `delta` (Tangent; `open` k̃ for
+    /// the contacts with δ ≤ 0) or k̃ (Bilateral).
+    fn weights(&self, delta: &Vector, kind: Weights, open: f64) -> Result<Vec<f64>> {
+        if kind == Weights::Bilateral {
+            return Ok(self.k.clone());
+        }
+        let dv = delta.view()?;
+        let e = self.p - 2.0;
+        Ok((0..dv.len())
+            .map(|i| {
+                if dv[i] <= 0.0 || self.k[i] == 0.0 {
+                    open * self.k[i]
+                } else if e == 0.0 {
+                    self.k[i]
+                } else {
+                    let d = if e < 0.0 { dv[i].max(DELTA_FLOOR) } else { dv[i] };
+                    self.k[i] * (self.p - 1.0) * d.powf(e)
+                }
+            })
+            .collect())
+    }
+
+    /// The (row, column) pairs of the Hessian in COO order: every
+    /// contact's dense block on its at most 12 DOFs of B, then the diagonal
+    /// of every owned DOF (repeats are summed).
+    fn coo(&self) -> (Vec<PetscInt>, Vec<PetscInt>) {
+        let (mut ii, mut jj) = (Vec::new(), Vec::new());
+        for i in 0..self.row_start.len() - 1 {
+            let idx = &self.row_idx[self.row_start[i]..self.row_start[i + 1]];
+            for &r in idx {
+                for &c in idx {
+                    ii.push(r);
+                    jj.push(c);
+                }
+            }
+        }
+        for &blk in &self.blk_owned {
+            for d in 0..6 {
+                ii.push(6 * blk + d);
+                jj.push(6 * blk + d);
+            }
+        }
+        (ii, jj)
+    }
+
+    /// The values of [`Dual::coo`]'s entries for contact weights `w`:
+    /// w_i b_iᵀ b_i, then `mu` · diag on the free DOFs and 1 on the others.
+    fn coo_values(&self, w: &[f64], mu: f64) -> Result<Vec<f64>> {
+        let mut v = Vec::with_capacity(self.row_idx.len() * 6 + 6 * self.blk_owned.len());
+        for (i, &wi) in w.iter().enumerate() {
+            let b = &self.row_val[self.row_start[i]..self.row_start[i + 1]];
+            for &br in b {
+                for &bc in b {
+                    v.push(wi * br * bc);
+                }
+            }
+        }
+        let dv = self.diag.view()?;
+        for j in 0..dv.len() {
+            v.push(if self.free[j] { mu * dv[j] } else { 1.0 });
+        }
+        Ok(v)
+    }
+
+    /// A Hessian matrix of this problem's pattern: type `"aij"`, rows and
+    /// columns by body (six per body, the layout of B's columns),
+    /// preallocated exactly from B's non-zero DOFs (a sphere's rotations
+    /// only on the diagonal) by `MatSetPreallocationCOO`, with the
+    /// rigid-body near null space set (for `-compat_pc_type gamg`).
+    /// Block size 1: PETSc 3.18's MPIAIJ COO assembly loses off-rank
+    /// entries when the block size is 6 (1 rank is right, 2 are not), so
+    /// the default preconditioner is point Jacobi, not 6×6 `pbjacobi`.
+    /// Collective.
+    pub fn hessian_matrix(&self, bodies: &Bodies, prefix: &str) -> Result<Mat> {
+        let n = 6 * self.op.n_owned as PetscInt;
+        let mut h = Mat::create(self.comm, "aij", 1, n, n)?;
+        h.set_options_prefix(prefix)?;
+        h.set_from_options()?;
+        let (ii, jj) = self.coo();
+        h.set_preallocation_coo(&ii, &jj)?;
+        let nns = self.rigid_modes(bodies)?;
+        h.set_near_null_space(&nns)?;
+        Ok(h)
+    }
+
+    /// Fills `h` (from [`Dual::hessian_matrix`]) with ∇²Π at `delta` (or
+    /// the bilateral Hessian) plus the regularisation: `open` k̃ on the open
+    /// contacts (δ ≤ 0) and `mu` · diag on the free DOFs. Collective.
+    pub fn hessian(&self, delta: &Vector, kind: Weights, open: f64, mu: f64, h: &mut Mat) -> Result<()> {
+        let w = self.weights(delta, kind, open)?;
+        h.zero_entries()?;
+        h.set_values_coo(&self.coo_values(&w, mu)?, InsertMode::Add)
+    }
+
+    /// The six rigid motions of the whole assembly (translations, rotations
+    /// about the centroid of the owned bodies), zero on DOFs that are not
+    /// free, orthonormalised; null vectors of ∇²Π when no body is fixed.
+    fn rigid_modes(&self, bodies: &Bodies) -> Result<Vec<Vector>> {
+        let n = self.op.n_owned;
+        let mut c = nalgebra::Vector3::zeros();
+        for i in 0..n {
+            c += bodies.position[i];
+        }
+        let total = crate::parallel::sum_f64(self.comm, n as f64).max(1.0);
+        let c = nalgebra::Vector3::new(
+            crate::parallel::sum_f64(self.comm, c.x),
+            crate::parallel::sum_f64(self.comm, c.y),
+            crate::parallel::sum_f64(self.comm, c.z),
+        ) / total;
+        let mut out: Vec<Vector> = Vec::new();
+        for m in 0..6 {
+            let mut v = self.diag.duplicate()?;
+            {
+                let mut vv = v.view_mut()?;
+                for i in 0..n {
+                    let mut e = [0.0; 6];
+                    if m < 3 {
+                        e[m] = 1.0;
+                    } else {
+                        let mut axis = nalgebra::Vector3::zeros();
+                        axis[m - 3] = 1.0;
+                        let t = axis.cross(&(bodies.position[i] - c));
+                        e[..3].copy_from_slice(t.as_slice());
+                        e[m] = 1.0;
+                    }
+                    for d in 0..6 {
+                        vv[6 * i + d] = if self.free[6 * i + d] { e[d] } else { 0.0 };
+                    }
+                }
+            }
+            // Modified Gram–Schmidt against the kept modes.
+            let nrm0 = v.norm(NormType::Two)?;
+            for q in &out {
+                let a = v.dot(q)?;
+                v.axpy(-a, q)?;
+            }
+            let nrm = v.norm(NormType::Two)?;
+            if nrm > 1e-8 * nrm0 {
+                v.scale(1.0 / nrm)?;
+                out.push(v);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// How a dual solve (Newton or APGD) ended.
+pub struct DualResult {
+    /// Scaled displacements u (multiply by s^{1/(p−1)} for the unscaled ones).
+    pub u: Vector,
+    /// Compatible force of every local contact (unscaled).
+    pub f: Vec<f64>,
+    /// Newton steps, or APGD iterations.
+    pub iterations: u64,
+    /// Krylov iterations over all Newton steps (and the start); 0 for APGD.
+    pub linear: u64,
+    /// ‖F̃ − Bᵀf‖₂/‖F̃‖₂ at the end.
+    pub feasibility: f64,
+    pub converged: bool,
+}
+
+impl Dual<'_> {
+    /// The result at `u`: forces (unscaled) and feasibility. Collective.
+    pub fn finish(&self, u: Vector, iterations: u64, linear: u64, tol: f64) -> Result<DualResult> {
+        let mut delta = self.op.contact_vec()?;
+        let mut f = self.op.contact_vec()?;
+        let mut g = self.diag.duplicate()?;
+        self.gradient(&u, &mut delta, &mut f, &mut g)?;
+        let feasibility = self.feasibility(&g)?;
+        let fv: Vec<f64> = f.view()?.iter().map(|x| x * self.scale).collect();
+        Ok(DualResult { u, f: fv, iterations, linear, feasibility, converged: feasibility <= tol })
+    }
+}

@@ -1,0 +1,124 @@
+//! `[compatibility] method = "newton"`: minimises the dual Π(u)
+//! ([`super::dual`]) by PETSc SNES: Newton, Π given as the objective
+//! (`SNESSetObjective`, for `-compat_snes_linesearch_type bt`), a
+//! critical-point line search by default, the Hessian ∇²Π assembled per
+//! Newton step as a distributed sparse matrix (six rows per body, only B's non-zero
+//! DOFs stored), CG with Jacobi by default, Eisenstat–Walker forcing.
+//!
+//! Floppy modes (DOFs only open contacts touch, e.g. a body whose contacts
+//! all opened at the current iterate) make ∇²Π singular. The Newton matrix
+//! gives the open contacts the weight ν k̃ and adds the Levenberg–Marquardt
+//! term 10⁻³ ν diag(Bᵀ K̃ B), ν = min(1, ‖∇Π‖/‖F̃‖): far from the solution a
+//! body that lost its contacts moves about as far as its load would press
+//! them (a 10⁻³-weighted LM alone sends it 10³ times too far and the line
+//! search then shortens every body's step); both terms vanish at the
+//! solution (local Newton convergence) and only change the step, never
+//! the objective, so the forces are not biased.
+//!
+//! Start: the previous solve's u when given (same contact set), else the
+//! Hookean all-contacts-bilateral solve Bᵀ K̃ B u = −F̃ (one KSP solve), which
+//! also keeps Hertz (weight δ^{1/2}, zero at δ = 0) away from u = 0 where
+//! its Hessian vanishes.
+//!
+//! Options prefix `compat_`: `-compat_snes_monitor`, `-compat_ksp_type`,
+//! `-compat_pc_type gamg`, `-compat_mat_type aij`, ... after `--`.
+use super::dual::{Dual, DualResult, Weights};
+use crate::body::Bodies;
+use crate::petsc::{Ksp, Mat, NormType, PetscInt, Result, Snes, Vector};
+use std::cell::Cell;
+
+/// Options prefix of the compatibility solvers' PETSc objects.
+pub const PREFIX: &str = "compat_";
+
+/// Levenberg–Marquardt factor: μ = MU · min(1, relative gradient norm).
+/// Weight (× k̃) of the open contacts in the Newton matrix, relative to
+/// min(1, ‖∇Π‖/‖F̃‖); the Levenberg–Marquardt diagonal is `LM` times it.
+const OPEN: f64 = 1.0;
+const LM: f64 = 1e-3;
+
+/// Solves the dual by Newton from `u0` (scaled, or `None`: the bilateral
+/// start) to ‖∇Π‖/‖F̃‖ ≤ `tol` in at most `max_it` steps. Collective.
+pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u32) -> Result<DualResult> {
+    let comm = dual.comm;
+    let mut h = dual.hessian_matrix(bodies, PREFIX)?;
+    let mut linear = 0u64;
+    let mut u = match u0 {
+        Some(u) => u,
+        None => {
+            let (u, its) = bilateral(dual, &mut h)?;
+            linear += its;
+            u
+        }
+    };
+    // ‖∇Π‖ of the last residual evaluation: the accepted iterate when the
+    // Jacobian is asked for.
+    let gnorm = Cell::new(f64::INFINITY);
+    let (ft_norm, atol) = (dual.ft_norm, tol * dual.ft_norm);
+    let (mut delta_r, mut f_r) = (dual.op.contact_vec()?, dual.op.contact_vec()?);
+    let mut delta_o = dual.op.contact_vec()?;
+    let mut delta_j = dual.op.contact_vec()?;
+    let r = u.duplicate()?;
+    let mut snes = Snes::new(comm)?;
+    snes.set_options_prefix(PREFIX)?;
+    snes.set_function(Some(&r), |x: &Vector, g: &mut Vector| -> Result<()> {
+        dual.gradient(x, &mut delta_r, &mut f_r, g)?;
+        gnorm.set(g.norm(NormType::Two)?);
+        Ok(())
+    })?;
+    snes.set_objective(|x: &Vector| dual.objective(x, &mut delta_o))?;
+    // The closure fills its own owner of `h` (the matrix PETSc passes is
+    // the same object, but only this one knows its COO pattern).
+    let mut hj = h.share();
+    let gnorm_j = &gnorm;
+    snes.set_jacobian(&h, None, move |x: &Vector, _a: &mut Mat, _p: Option<&mut Mat>| -> Result<()> {
+        dual.approach(x, &mut delta_j)?;
+        let nu = OPEN * (gnorm_j.get() / ft_norm).min(1.0);
+        dual.hessian(&delta_j, Weights::Tangent, nu, LM * nu, &mut hj)
+    })?;
+    snes.set_tolerances(Some(atol), Some(1e-30), Some(0.0), Some(max_it as PetscInt), Some(100_000))?;
+    snes.set_use_ew(true)?;
+    // Critical-point line search: a secant on ∇Π·y = 0 along the step,
+    // from gradients only (the values of Π lose the decrease to round-off
+    // near the solution).
+    snes.set_line_search_type("cp")?;
+    {
+        let mut ksp = snes.ksp()?;
+        ksp.set_type("cg")?;
+        ksp.set_pc_type("jacobi")?;
+    }
+    snes.set_from_options()?;
+    let res = snes.solve(None, &mut u);
+    let newton = snes.iteration_number().unwrap_or(0).max(0) as u64;
+    linear += snes.linear_iterations().unwrap_or(0).max(0) as u64;
+    let reason = snes.converged_reason().map(|r| r.name).unwrap_or_default();
+    drop(snes);
+    res?;
+    let out = dual.finish(u, newton, linear, tol)?;
+    if !out.converged {
+        log::debug!("compatibility: SNES stopped ({reason}) at feasibility {:e}", out.feasibility);
+    }
+    Ok(out)
+}
+
+/// The Hookean all-contacts-bilateral displacement: Bᵀ K̃ B u = −F̃ (every
+/// contact carrying tension or compression), to 1e-6 relative. Returns u
+/// and the Krylov iterations. Collective.
+fn bilateral(dual: &Dual, h: &mut Mat) -> Result<(Vector, u64)> {
+    let delta = dual.op.contact_vec()?;
+    // A tiny regularisation keeps mechanisms of the bilateral truss solvable.
+    dual.hessian(&delta, Weights::Bilateral, 0.0, 1e-8, h)?;
+    let mut ksp = Ksp::new(dual.comm)?;
+    ksp.set_options_prefix(PREFIX)?;
+    ksp.set_operators(h, h)?;
+    ksp.set_type("cg")?;
+    ksp.set_pc_type("jacobi")?;
+    ksp.set_tolerances(Some(1e-6), None, None, Some(10_000))?;
+    ksp.set_from_options()?;
+    let mut rhs = dual.ft.try_clone()?;
+    rhs.scale(-1.0)?;
+    let mut u = dual.ft.duplicate()?;
+    u.zero()?;
+    ksp.solve(&rhs, &mut u)?;
+    let its = ksp.iteration_number()?.max(0) as u64;
+    Ok((u, its))
+}
