@@ -14,7 +14,7 @@
 use crate::body::{Bodies, Body, MassProperties, Shape, DOF_2D, DOF_ALL, DOF_NONE};
 use crate::io::body_files::{self, FileBody};
 use crate::io::frame_read;
-use crate::parallel::domain::Domain;
+use crate::parallel::domain::{distance_to_box, Domain};
 use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::{exchange, memory, Comm};
 use crate::scene::generate::{self, orientation_at};
@@ -301,6 +301,8 @@ fn read_files(comm: &Comm, scene: &mut Scene, label: &str, held: &mut u64) -> Re
             };
             count = r.count;
             if let Some((a, z)) = r.id_range {
+                // Duplicates first (they name a line), then holes.
+                check_distinct_ids(comm, &path, &r.bodies, a, z - a + 1)?;
                 if z - a + 1 != count {
                     return Err(StartupError(format!(
                         "{}:0: {count} bodies with ids {a}..{z}: the ids must be distinct and contiguous",
@@ -339,9 +341,6 @@ fn read_files(comm: &Comm, scene: &mut Scene, label: &str, held: &mut u64) -> Re
                 return Err(StartupError(format!("{label}: {key}.shape: {} has no radius column: give the bodies' `shape`", path.display())));
             }
             share.bodies = r.bodies;
-            if let Some(a) = share.min_id {
-                check_distinct_ids(comm, &path, &share.bodies, a, count)?;
-            }
         }
         *held = (*held).max(share.bodies.len() as u64);
         scene.sources[k].first_id = next_id;
@@ -356,8 +355,8 @@ fn too_many_radii(path: &Path) -> String {
     format!("{}:0: more than {MAX_FILE_RADII} distinct radii (one sphere shape each): round the radii", path.display())
 }
 
-/// Collective: ids a..a+count, each once. Each rank checks a block of the
-/// id range with a bitmap of that block only.
+/// Collective: no id twice among ids a..a+count. Each rank checks one block
+/// of the id range (sorted records of that block only).
 fn check_distinct_ids(comm: &Comm, path: &Path, bodies: &[FileBody], a: u64, count: u64) -> Result<(), StartupError> {
     let size = comm.size() as u64;
     let block = |id: u64| ((id - a) as u128 * size as u128 / count as u128) as usize;
@@ -387,7 +386,8 @@ fn random_cells(comm: &Comm, domain: &Domain, src: &Source, dim: u8, held: &mut 
     let SourceKind::Random { lo, hi, gap, speed, .. } = src.kind else { unreachable!("random_cells on a non-random source") };
     let me = comm.rank() as usize;
     let count = src.count.unwrap_or(0);
-    let d = 2.0 * src.classes.max() + gap;
+    let rmax = src.classes.max();
+    let d = 2.0 * rmax + gap;
     let c = &src.classes;
     let mean_r = c.radius.iter().zip(&c.cumulative).scan(0.0, |prev, (r, cum)| {
         let w = cum - *prev;
@@ -406,14 +406,24 @@ fn random_cells(comm: &Comm, domain: &Domain, src: &Source, dim: u8, held: &mut 
         for &c in mine.iter().filter(|&&c| CellGrid::color(c) == color) {
             match fill_cell(&grid, c, &src.classes, gap, speed, dim, src.seed, &mut packing) {
                 Ok(bodies) => {
-                    let mut ranks: Vec<usize> = grid.neighbours(c).iter().map(|q| domain.owner(&grid.centre(*q))).filter(|&r| r != me).collect();
-                    ranks.sort_unstable();
-                    ranks.dedup();
+                    // Neighbour cells of other ranks; a body goes to a rank
+                    // only if it could meet a body centred in one of its cells.
+                    let foreign: Vec<(usize, (Vector3<f64>, Vector3<f64>))> = grid
+                        .neighbours(c)
+                        .iter()
+                        .map(|q| (domain.owner(&grid.centre(*q)), grid.cell_box(*q)))
+                        .filter(|(r, _)| *r != me)
+                        .collect();
+                    let mut ranks = Vec::new();
                     for b in &bodies {
-                        for &r in &ranks {
-                            let p = b.position;
-                            send.push(b.j, &[], &[p.x, p.y, p.z, src.classes.radius[b.class]]);
-                            dest.push(r);
+                        let (p, r) = (b.position, src.classes.radius[b.class]);
+                        ranks.clear();
+                        ranks.extend(foreign.iter().filter(|(_, bx)| distance_to_box(&p, bx) < r + rmax + gap).map(|(k, _)| *k));
+                        ranks.sort_unstable();
+                        ranks.dedup();
+                        for &k in &ranks {
+                            send.push(b.j, &[], &[p.x, p.y, p.z, r]);
+                            dest.push(k);
                         }
                     }
                     placed.extend(bodies);

@@ -90,14 +90,18 @@ fn syntax_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
     ConfigError::new(file, key, format!("malformed TOML: {}", e.message().replace('\n', " ")))
 }
 
+/// Mesh files of `[[shape]]` and body files of `[[generate]]`, relative to
+/// the config file, made absolute.
 fn make_mesh_paths_absolute(table: &mut toml::Table, base: &Path) {
-    let Some(toml::Value::Array(shapes)) = table.get_mut("shape") else { return };
-    for s in shapes {
-        if let Some(toml::Value::String(f)) = s.get_mut("file") {
-            let p = PathBuf::from(&*f);
-            if p.is_relative() {
-                let abs = std::path::absolute(base.join(&p)).unwrap_or_else(|_| base.join(&p));
-                *f = abs.display().to_string();
+    for section in ["shape", "generate"] {
+        let Some(toml::Value::Array(entries)) = table.get_mut(section) else { continue };
+        for s in entries {
+            if let Some(toml::Value::String(f)) = s.get_mut("file") {
+                let p = PathBuf::from(&*f);
+                if p.is_relative() {
+                    let abs = std::path::absolute(base.join(&p)).unwrap_or_else(|_| base.join(&p));
+                    *f = abs.display().to_string();
+                }
             }
         }
     }

@@ -1,0 +1,257 @@
+//! Start-up without the whole scene on any rank: every generator gives the
+//! same bodies at 1 to 4 ranks while no rank holds much more than its
+//! share; runs restart from their own frames.h5; CSV and LAMMPS files;
+//! malformed files and scenes too large for the machine (exit 2, one line).
+mod common;
+use std::path::Path;
+
+/// (id, position, radius, velocity, orientation) of every body of a frame, by id.
+type Row = (u64, [f64; 3], f64, [f64; 3], [f64; 4]);
+
+fn frame_bodies(file: &Path, frame: Option<&str>) -> Vec<Row> {
+    let f = hdf5::File::open(file).unwrap();
+    let mut names = f.group("frames").unwrap().member_names().unwrap();
+    names.sort();
+    let name = frame.map(|s| s.to_string()).unwrap_or_else(|| names.last().unwrap().clone());
+    let b = f.group(&format!("frames/{name}/bodies")).unwrap();
+    let u = |n: &str| b.dataset(n).unwrap().read_raw::<u64>().unwrap();
+    let x = |n: &str| b.dataset(n).unwrap().read_raw::<f64>().unwrap();
+    let (id, pos, r, vel, ori) = (u("id"), x("position"), x("radius"), x("velocity"), x("orientation"));
+    let rows: Vec<Row> = (0..id.len())
+        .map(|i| {
+            let v3 = |a: &[f64]| [a[3 * i], a[3 * i + 1], a[3 * i + 2]];
+            (id[i], v3(&pos), r[i], v3(&vel), [ori[4 * i], ori[4 * i + 1], ori[4 * i + 2], ori[4 * i + 3]])
+        })
+        .collect();
+    assert!(rows.windows(2).all(|w| w[0].0 < w[1].0), "frame bodies sorted by id");
+    rows
+}
+
+/// stderr without mpirun's own report of a failed rank.
+fn error_lines(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .take_while(|l| !l.starts_with("-----"))
+        .filter(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn summary(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+const HEAD: &str = r#"
+[simulation]
+solver = "cd"
+t_end = 0.001
+dt = 0.001
+gravity = [0.0, 0.0, -9.81]
+
+[[material]]
+name = "m"
+density = 1000.0
+
+[[material]]
+name = "n"
+density = 2000.0
+
+[[shape]]
+name = "s"
+kind = "sphere"
+radius = 0.01
+
+[[body]]
+shape = "s"
+position = [-0.05, -0.05, -0.05]
+fixed = true
+
+[output]
+dir = "OUTDIR"
+"#;
+
+const LATTICE: &str = r#"
+[[generate]]
+kind = "lattice"
+shape = "s"
+origin = [0.0, 0.0, 0.0]
+count = [16, 16, 8]
+gap = 0.002
+radius = { min = 0.005, max = 0.01, classes = 6 }
+material_by_parity = ["m", "n"]
+velocity = [0.1, 0.0, 0.0]
+"#;
+
+const PYRAMID: &str = r#"
+[[generate]]
+kind = "pyramid"
+shape = "s"
+origin = [0.0, 0.0, 0.0]
+n = 14
+"#;
+
+const RANDOM: &str = r#"
+[[generate]]
+kind = "random"
+shape = "s"
+count = 3000
+box_min = [0.0, 0.0, 0.0]
+box_max = [0.6, 0.6, 0.3]
+gap = 0.001
+seed = 5
+random_speed = 0.2
+radius = { values = [0.006, 0.01], fractions = [0.3, 0.7] }
+"#;
+
+#[test]
+fn every_generator_gives_the_same_bodies_at_1_to_4_ranks_and_no_rank_holds_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, gen, n) in [("lattice", LATTICE, 16 * 16 * 8), ("pyramid", PYRAMID, 14 * 15 * 29 / 6), ("random", RANDOM, 3000)] {
+        let text = format!("{HEAD}{gen}");
+        let mut first: Option<Vec<Row>> = None;
+        for np in 1..=4 {
+            let (out, _) = common::run_config(np, dir.path(), name, &text);
+            let rows = frame_bodies(&out.join("frames.h5"), Some("000000000"));
+            assert_eq!(rows.len(), n + 1, "{name} at {np} ranks");
+            assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), (0..=n as u64).collect::<Vec<_>>());
+            let held = summary(&out)["startup_max_bodies"].as_u64().unwrap();
+            let rss = summary(&out)["peak_rss_mb"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect::<Vec<_>>();
+            assert!(rss[0] > 0.0 && rss[0] <= rss[1] && rss[1] <= rss[2], "{rss:?}");
+            // One rank holds everything; more ranks hold their share (the
+            // process grid's boxes are even only to within a lattice row) plus
+            // the random pack's neighbours within one body of their cells.
+            if np == 1 {
+                assert_eq!(held, n as u64 + 1, "{name}");
+            } else {
+                let share = (n + 1) as f64 / np as f64;
+                assert!((held as f64) < share * 1.7 + 0.05 * n as f64 && (held as f64) < 0.8 * n as f64, "{name} at {np} ranks: {held} bodies held, share {share:.0}");
+            }
+            match &first {
+                None => first = Some(rows),
+                Some(a) => assert_eq!(a, &rows, "{name}: {np} ranks differ from 1 rank"),
+            }
+        }
+        let rows = first.unwrap();
+        // The generators' promises: radii from the distribution, no overlaps.
+        let radii: std::collections::BTreeSet<u64> = rows.iter().skip(1).map(|r| r.2.to_bits()).collect();
+        match name {
+            "lattice" => assert_eq!(radii.len(), 6, "all six radius classes drawn"),
+            "random" => {
+                assert_eq!(radii.len(), 2);
+                let small = rows.iter().filter(|r| r.2 == 0.006).count() as f64;
+                assert!((small / 3000.0 - 0.3).abs() < 0.04, "{small} small of 3000");
+                for i in 1..rows.len() {
+                    for j in i + 1..rows.len() {
+                        let d: f64 = (0..3).map(|k| (rows[i].1[k] - rows[j].1[k]).powi(2)).sum::<f64>().sqrt();
+                        assert!(d >= rows[i].2 + rows[j].2 + 0.001 * (1.0 - 1e-12), "bodies {i} and {j} overlap");
+                    }
+                }
+            }
+            _ => assert_eq!(radii.len(), 1),
+        }
+    }
+}
+
+#[test]
+fn a_run_restarts_from_the_last_frame_of_its_frames_file_at_1_and_3_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("{HEAD}{RANDOM}").replace("t_end = 0.001", "t_end = 0.005");
+    let (first, _) = common::run_config(2, dir.path(), "settle", &text);
+    let last = frame_bodies(&first.join("frames.h5"), None);
+    // The moving bodies moved: the last frame is not the generated pack.
+    assert_ne!(last, frame_bodies(&first.join("frames.h5"), Some("000000000")));
+    let from_file = format!(
+        "{}\n[[generate]]\nkind = \"file\"\nfile = \"{}\"\n",
+        HEAD.split("[[body]]").next().unwrap(),
+        first.join("frames.h5").display()
+    ) + "\n[output]\ndir = \"OUTDIR\"\n";
+    for np in [1, 3] {
+        let (out, _) = common::run_config(np, dir.path(), "again", &from_file);
+        let got = frame_bodies(&out.join("frames.h5"), Some("000000000"));
+        assert_eq!(got, last, "{np} ranks: the new run's first frame is the old run's last");
+    }
+}
+
+/// Writes `name` into `dir` and a config reading it; returns the config path.
+fn file_scene(dir: &Path, name: &str, contents: &str, extra: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join(name), contents).unwrap();
+    let text = format!(
+        "{}\n[[generate]]\nkind = \"file\"\nfile = \"{name}\"\n{extra}\n[output]\ndir = \"{}\"\n",
+        HEAD.split("[[body]]").next().unwrap(),
+        dir.join(format!("out-{name}")).display()
+    );
+    let cfg = dir.join(format!("{name}.toml"));
+    std::fs::write(&cfg, text).unwrap();
+    cfg
+}
+
+#[test]
+fn csv_and_lammps_dump_bodies_start_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = "# a small pack\nid,x,y,z,radius,vx,vy,vz,fixed\n10,0.0,0.0,0.02,0.02,0,0,0,1\n11,0.1,0.0,0.05,0.01,1,0,0,0\n12,0.2,0.0,0.05,0.01,0,2,0,0\n13,0.3,0.0,0.05,0.015,0,0,3,0\n";
+    let dump = "ITEM: TIMESTEP\n500\nITEM: NUMBER OF ATOMS\n4\nITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\n\
+                ITEM: ATOMS id type x y z vx vy vz fx diameter\n\
+                4 1 0.3 0.0 0.05 0 0 3 7 0.03\n1 1 0.0 0.0 0.02 0 0 0 7 0.04\n3 1 0.2 0.0 0.05 0 2 0 7 0.02\n2 1 0.1 0.0 0.05 1 0 0 7 0.02\n";
+    for np in [1, 2] {
+        let mut results = Vec::new();
+        for (name, text) in [("pack.csv", csv), ("pack.dump", dump)] {
+            let cfg = file_scene(dir.path(), name, text, "");
+            let out = dir.path().join(format!("out-{name}"));
+            let _ = std::fs::remove_dir_all(&out);
+            common::mpirun_ok(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+            results.push(frame_bodies(&out.join("frames.h5"), Some("000000000")));
+        }
+        // Ids from the files' id columns (from 0), by id: the same bodies.
+        for rows in &results {
+            assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+            assert_eq!(rows[1].1, [0.1, 0.0, 0.05]);
+            assert_eq!(rows.iter().map(|r| r.2).collect::<Vec<_>>(), vec![0.02, 0.01, 0.01, 0.015]);
+            assert_eq!(rows[3].3, [0.0, 0.0, 3.0]);
+        }
+        let (csv_rows, dump_rows) = (&results[0], &results[1]);
+        // The CSV's first body is fixed: it keeps zero velocity; the others agree.
+        assert_eq!(csv_rows[1..], dump_rows[1..], "{np} ranks");
+    }
+}
+
+#[test]
+fn malformed_body_files_give_one_line_with_the_line_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("bad.csv", "x,y,z,radius\n0,0,0.1,0.01\n0.1,0,nope,0.01\n", "bad.csv:3:"),
+        ("dup.csv", "id,x,y,z,radius\n0,0,0,0.1,0.01\n1,0.1,0,0.1,0.01\n1,0.2,0,0.1,0.01\n", "dup.csv:4:"),
+        ("short.dump", "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n2\nITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS id type x y z radius\n1 1 0 0 0.1 0.01\n2 1 0.1 0\n", "short.dump:11:"),
+    ];
+    for (name, text, want) in cases {
+        let cfg = file_scene(dir.path(), name, text, "");
+        for np in [1, 2] {
+            let o = common::mpirun(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+            let lines = error_lines(&o.stderr);
+            let err = lines.join("\n");
+            assert_eq!(o.status.code(), Some(2), "{name} at {np} ranks: {err}");
+            assert_eq!(lines.len(), 1, "{name}: one line expected: {err}");
+            assert!(lines[0].contains(want), "{name}: `{}` should name {want}", lines[0]);
+        }
+    }
+}
+
+#[test]
+fn a_scene_too_large_for_the_machine_is_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("{HEAD}{LATTICE}").replace("count = [16, 16, 8]", "count = [100000, 100000, 100000]");
+    let cfg = dir.path().join("huge.toml");
+    std::fs::write(&cfg, text.replace("OUTDIR", &dir.path().join("out").display().to_string())).unwrap();
+    for cmd in ["check", "run"] {
+        let o = common::mpirun(2, &common::stiffgrain(), &[cmd, cfg.to_str().unwrap()]);
+        let lines = error_lines(&o.stderr);
+        let err = lines.join("\n");
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {err}");
+        assert_eq!(lines.len(), 1, "{cmd}: {err}");
+        assert!(lines[0].contains("huge.toml") && lines[0].contains("generate[0].count") && lines[0].contains("1000000000000001 bodies"), "{}", lines[0]);
+    }
+    assert!(!dir.path().join("out").exists(), "nothing written");
+    // The same config with a sane count passes and reports memory per rank.
+    std::fs::write(&cfg, format!("{HEAD}{LATTICE}").replace("OUTDIR", &dir.path().join("out").display().to_string())).unwrap();
+    let o = common::mpirun_ok(2, &common::stiffgrain(), &["check", cfg.to_str().unwrap()]);
+    assert!(o.contains("per rank on 2 rank(s)") && o.contains("bodies       2049"), "{o}");
+}
