@@ -83,11 +83,11 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let mut reference: Option<Vec<f64>> = None;
     let mut all_ok = true;
     for &method in &args.methods {
-        let mut times = Vec::new();
+        let (mut times, mut cpu) = (Vec::new(), Vec::new());
         let (mut f, mut its, mut lin, mut feas, mut conv) = (Vec::new(), 0u64, 0u64, 0.0, false);
         for _ in 0..args.repeat {
             world.barrier();
-            let t0 = std::time::Instant::now();
+            let (t0, c0) = (std::time::Instant::now(), cpu_seconds());
             if method == CompatMethod::AugmentedLagrangian {
                 let r = solve_al(world, &mut op, &f_cd, &k, set)?;
                 (f, its, lin, feas, conv) = (r.f, r.outer as u64, r.inner, r.feasibility, r.converged);
@@ -117,11 +117,16 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
                 }
                 (f, its, lin, feas, conv) = (r.f, r.iterations, r.linear, r.feasibility, r.converged);
             }
+            cpu.push(cpu_seconds() - c0);
             world.barrier();
             times.push(t0.elapsed().as_secs_f64());
         }
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
+        cpu.sort_by(f64::total_cmp);
+        // Slowest rank's median CPU time (on a shared machine wall time
+        // counts the other jobs too; MPI waits spin, so it is an upper bound).
+        let cpu_median = parallel::max_f64(world, cpu[cpu.len() / 2]);
         let fmax = parallel::max_f64(world, f.iter().fold(0.0, |m, x| m.max(x.abs())));
         let diff = match &reference {
             Some(r) => parallel::max_f64(world, r.iter().zip(&f).fold(0.0, |m, (a, b)| m.max((a - b).abs()))) / fmax,
@@ -132,7 +137,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
         let fsum = fv.norm(NormType::One)?;
         if world.rank() == 0 {
             println!(
-                "method={method:?} ranks={} contacts={contacts} p={} iterations={its} linear={lin} seconds={median:.4} \
+                "method={method:?} ranks={} contacts={contacts} p={} iterations={its} linear={lin} seconds={median:.4} cpu_seconds={cpu_median:.4} \
                  feasibility={feas:e} converged={conv} f_max={fmax:e} f_sum={fsum:e} diff={diff:e}",
                 world.size(),
                 set.p
@@ -155,4 +160,16 @@ fn add_load(sim: &Sim, ft: &mut Vector, id: u64) -> petsc::Result<()> {
         }
     }
     Ok(())
+}
+
+/// CPU time (user + system) of this process so far, from /proc/self/stat
+/// (Linux; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    // Fields after the command name (which is in parentheses).
+    let rest = stat.rsplit_once(')').map_or("", |x| x.1);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime, stime are fields 14 and 15 of stat: 12 and 13 after ')'.
+    let ticks: f64 = f.get(11).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0) + f.get(12).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+    ticks / 100.0
 }

@@ -264,3 +264,10 @@ fn wall_until_must_be_a_time() {
     expect_error(&wall("nan"), &[], "wall[0].until");
     expect_error(&wall("inf"), &[], "wall[0].until");
 }
+
+#[test]
+fn unknown_compatibility_method_and_zero_iterations() {
+    let compat = GOOD.replace("solver = \"cd\"", "solver = \"compatible-cd\"");
+    expect_error(&(compat.clone() + "\n[compatibility]\nmethod = \"lancelot\"\n"), &[], "compatibility.method");
+    expect_error(&(compat + "\n[compatibility]\nmethod = \"apgd\"\nmax_iterations = 0\n"), &[], "compatibility.max_iterations");
+}
