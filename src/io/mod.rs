@@ -5,6 +5,7 @@
 //! in the same order, and an error on one rank is returned on every rank
 //! (never one rank failing while the others wait in a collective).
 pub mod checkpoint;
+pub mod frame_view;
 pub mod frames;
 pub mod redistribute;
 pub mod table;
