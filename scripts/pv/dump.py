@@ -46,6 +46,7 @@ def main(path):
                 "point_data": arrays(block.GetPointData()),
                 "cell_data": arrays(block.GetCellData()),
                 "bounds": list(block.GetBounds()) if block.GetNumberOfPoints() else [],
+                "coordinates": [block.GetPoint(k)[j] for k in range(block.GetNumberOfPoints()) for j in range(3)],
             })
     json.dump(result, sys.stdout)
 
