@@ -105,7 +105,7 @@ def main():
     if "walls" in grid:
         r = Show(grid["walls"], view)
         r.SetRepresentationType("Surface")
-        ColorBy(r, None)
+        r.ColorArrayName = ["POINTS", ""]
         r.AmbientColor = r.DiffuseColor = [0.6, 0.6, 0.6]
         r.Opacity = 0.25
     tubes = None
