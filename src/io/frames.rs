@@ -16,17 +16,28 @@
 //!                concatenated in id order (only when the scene has meshes),
 //!            (+) mesh_triangles Mt×3 u64: triangles indexing mesh_vertices,
 //!            (+) mesh_body Mv u64: id of the body each mesh vertex belongs to
+//!            (+) mesh_velocity Mv×3, mesh_contact_force Mv×3: the body's
+//!                velocity and contact force at each of its mesh vertices
+//!            (+) contact_force N×3: sum of the contact forces on the body
+//!                (normal part from force_compatible when present, else
+//!                force_normal, plus force_tangent)
 //!  contacts/ one dataset per column of the frame's [`ContactTable`]:
 //!            body_a u64, body_b u64, (+) sub_a u32, sub_b u32 (sub-region
 //!            ids, face/edge/vertex, on a and b), point Nc×3, normal Nc×3
 //!            (from a to b), gap Nc, force_normal Nc, force_tangent Nc×3,
 //!            then the solver's own fields (compatible-cd: force_compatible
-//!            Nc, the compatible normal force; force_normal stays CD's)
+//!            Nc, the compatible normal force; force_normal stays CD's),
+//!            (+) line_points 2Nc×3: centre of a, then centre of b (the
+//!            image nearest a when periodic) or the contact point for a
+//!            wall; (+) line_cells Nc×2 u64: the two rows of each line
+//!  walls/    (+) the walls still acting at the frame's time, as quads over
+//!            the scene's domain box: vertices 4W×3, quads W×4 u64, index W
 //! ```
 use super::h5raw::write_rows_collective;
 use super::redistribute::{redistribute_sorted, FlatRecords};
 use super::table::{ColumnData, ContactTable};
-use super::xdmf::{write_xdmf, FrameInfo};
+use super::frame_view::{self, WallQuad, WALL_ID_BASE};
+use super::xdmf::{write_xdmf, ColumnInfo, FrameInfo};
 use super::{agree, H5Context, IoError};
 use crate::body::{Bodies, Shape};
 use crate::scene::Scene;
@@ -53,6 +64,9 @@ pub struct FrameWriter {
     shapes: Vec<Shape>,
     has_meshes: bool,
     frames: Vec<FrameInfo>,
+    /// The scene's walls (positions at t = 0, motions, `until`).
+    walls: Vec<crate::scene::Wall>,
+    periodic: Option<crate::scene::Periodic>,
 }
 
 impl FrameWriter {
@@ -75,7 +89,17 @@ impl FrameWriter {
             .ctx(&path, "creating the file (MPI-IO)");
         let file = agree(&comm, file)?;
         let has_meshes = scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_)));
-        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, frames: Vec::new() };
+        let w = FrameWriter {
+            comm,
+            path,
+            xdmf_path,
+            file,
+            shapes: scene.shapes.clone(),
+            has_meshes,
+            frames: Vec::new(),
+            walls: scene.walls.clone(),
+            periodic: scene.periodic.clone(),
+        };
         let r = w.write_header(scene);
         agree(&w.comm, r)?;
         let r = w.update_xdmf();
@@ -112,21 +136,23 @@ impl FrameWriter {
                 }
                 let f = g.group(&name).ctx(&path, "opening a frame")?;
                 let time: f64 = f.attr("time").and_then(|a| a.read_scalar()).ctx(&path, "reading a frame time")?;
-                let b = f.group("bodies").ctx(&path, "opening a frame's bodies")?;
-                let len = |n: &str| b.dataset(n).map(|d| d.shape().first().copied().unwrap_or(0) as u64).unwrap_or(0);
-                frames.push(FrameInfo {
-                    group: format!("/frames/{name}"),
-                    time,
-                    n_bodies: len("id"),
-                    n_mesh_vertices: len("mesh_vertices"),
-                    n_mesh_triangles: len("mesh_triangles"),
-                });
+                frames.push(frame_info_of(&f, format!("/frames/{name}"), time).ctx(&path, "reading a frame's datasets")?);
             }
             Ok(frames)
         })();
         let frames = agree(&comm, r)?;
         let has_meshes = scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_)));
-        let w = FrameWriter { comm, path, xdmf_path, file, shapes: scene.shapes.clone(), has_meshes, frames };
+        let w = FrameWriter {
+            comm,
+            path,
+            xdmf_path,
+            file,
+            shapes: scene.shapes.clone(),
+            has_meshes,
+            frames,
+            walls: scene.walls.clone(),
+            periodic: scene.periodic.clone(),
+        };
         let r = w.update_xdmf();
         agree(&w.comm, r)?;
         Ok(w)
@@ -176,6 +202,9 @@ impl FrameWriter {
         }
         let b = redistribute_sorted(&self.comm, recs);
         let c = contacts.sorted(&self.comm);
+        let lines = self.contact_lines(&b, &c.0);
+        let force = self.body_forces(&b, &c.0);
+        let mut view = BodyView { contact_force: force, mesh_velocity: Vec::new(), mesh_force: Vec::new() };
 
         // Mesh vertices/triangles of this rank's block, and their global offsets.
         let (mut mv, mut mt, mut mb) = (Vec::<f64>::new(), Vec::<u64>::new(), Vec::<u64>::new());
@@ -188,10 +217,13 @@ impl FrameWriter {
                 let p = Vector3::new(f[0], f[1], f[2]);
                 let q = UnitQuaternion::new_unchecked(Quaternion::new(f[3], f[4], f[5], f[6]));
                 let base = (mv.len() / 3) as u64;
+                let fb = view.contact_force[i];
                 for v in &m.vertices {
                     let x = p + q * v;
                     mv.extend_from_slice(&[x.x, x.y, x.z]);
                     mb.push(u[0]);
+                    view.mesh_velocity.extend_from_slice(&f[7..10]);
+                    view.mesh_force.extend_from_slice(fb.as_slice());
                 }
                 local_tris.extend(m.triangles.iter().map(|t| t.map(|k| base + k as u64)));
             }
@@ -202,14 +234,28 @@ impl FrameWriter {
             mt.extend(t.iter().map(|k| k + v_off));
         }
 
+        let (lo, hi) = self.body_box(bodies, n_owned);
+        let quads = frame_view::wall_quads(&self.walls, lo, hi, time);
+        let walls: Vec<&WallQuad> = quads.iter().filter(|w| frame_view::wall_shown(w.until, time, dt)).collect();
         let r = self.write_frame_group(step, time, dt, &b, &c, (&mv, &mt, &mb), (v_off, v_tot, t_off, t_tot));
+        let r = r.and_then(|g| {
+            let w = |e: hdf5::Error| IoError::hdf5(&self.path, format!("writing frame {} (lines, walls)", frame_name(step)), e);
+            write_view(&g, &lines, &view, &walls, (v_off, v_tot), (c.1, c.2), b.offset, b.total, self.comm.rank() == 0).map_err(w)?;
+            self.file.flush().map_err(w)
+        });
         agree(&self.comm, r)?;
+        let (table, _, n_contacts) = &c;
         self.frames.push(FrameInfo {
             group: format!("/frames/{}", frame_name(step)),
             time,
             n_bodies: b.total,
             n_mesh_vertices: v_tot,
             n_mesh_triangles: t_tot,
+            n_contacts: *n_contacts,
+            contact_columns: table.columns.iter().map(ColumnInfo::of).collect(),
+            lines: true,
+            body_extras: true,
+            n_walls: Some(walls.len() as u64),
         });
         let r = self.update_xdmf();
         agree(&self.comm, r)
@@ -234,6 +280,29 @@ impl FrameWriter {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// The bounding box of every rank's owned bodies (their bounding
+    /// spheres), the periodic box on periodic axes. Collective.
+    fn body_box(&self, bodies: &Bodies, n_owned: usize) -> (Vector3<f64>, Vector3<f64>) {
+        let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+        for i in 0..n_owned {
+            let r = self.shapes[bodies.shape[i] as usize].bounding_radius();
+            for a in 0..3 {
+                lo[a] = lo[a].min(bodies.position[i][a] - r);
+                hi[a] = hi[a].max(bodies.position[i][a] + r);
+            }
+        }
+        let (mut glo, mut ghi) = ([0.0; 3], [0.0; 3]);
+        self.comm.all_reduce_into(&lo[..], &mut glo[..], mpi::collective::SystemOperation::min());
+        self.comm.all_reduce_into(&hi[..], &mut ghi[..], mpi::collective::SystemOperation::max());
+        let (mut lo, mut hi) = (Vector3::from(glo), Vector3::from(ghi));
+        if let Some(p) = &self.periodic {
+            for a in (0..3).filter(|&a| p.axes[a]) {
+                (lo[a], hi[a]) = (p.lo[a], p.hi[a]);
+            }
+        }
+        (lo, hi)
+    }
+
     fn write_frame_group(
         &self,
         step: u64,
@@ -243,7 +312,7 @@ impl FrameWriter {
         c: &(ContactTable, u64, u64),
         mesh: (&[f64], &[u64], &[u64]),
         moff: (u64, u64, u64, u64),
-    ) -> Result<(), IoError> {
+    ) -> Result<hdf5::Group, IoError> {
         let p = &self.path;
         let name = frame_name(step);
         let what = format!("writing frame {name}");
@@ -285,8 +354,57 @@ impl FrameWriter {
             }
             .map_err(w)?;
         }
-        self.file.flush().map_err(w)?;
-        Ok(())
+        Ok(g)
+    }
+
+    /// Both ends of the line of each contact of the sorted slab `c`:
+    /// centre of a, then centre of b or, for a wall, the contact point.
+    fn contact_lines(&self, b: &super::redistribute::Redistributed, c: &ContactTable) -> Vec<f64> {
+        let ids = |name: &str| match c.column(name).map(|c| &c.data) {
+            Some(ColumnData::U64(v)) => v.clone(),
+            _ => vec![0; c.rows],
+        };
+        let (ia, ib) = (ids("body_a"), ids("body_b"));
+        let point = f64_column(c, "point", 3);
+        let bodies: Vec<u64> = ia.iter().zip(&ib).map(|(&a, &b)| if b >= WALL_ID_BASE { a } else { b }).collect();
+        let pa = frame_view::fetch(&self.comm, b, &ia, 0..3);
+        let pb = frame_view::fetch(&self.comm, b, &bodies, 0..3);
+        let mut out = Vec::with_capacity(6 * c.rows);
+        for k in 0..c.rows {
+            let a = Vector3::from_column_slice(&pa[k]);
+            let e = if ib[k] >= WALL_ID_BASE {
+                Vector3::from_column_slice(&point[3 * k..3 * k + 3])
+            } else {
+                frame_view::nearest_image(self.periodic.as_ref(), Vector3::from_column_slice(&pb[k]), &a)
+            };
+            out.extend_from_slice(&[a.x, a.y, a.z, e.x, e.y, e.z]);
+        }
+        out
+    }
+
+    /// Contact force summed on each body of the slab `b` from the sorted
+    /// contacts `c` (on b: f_n·normal + f_t, on a its opposite; walls take
+    /// no share). The normal force is `force_compatible` when the solver
+    /// reports it (compatible-cd, as in the summary's reactions).
+    fn body_forces(&self, b: &super::redistribute::Redistributed, c: &ContactTable) -> Vec<Vector3<f64>> {
+        let ids = |name: &str| match c.column(name).map(|c| &c.data) {
+            Some(ColumnData::U64(v)) => v.clone(),
+            _ => vec![0; c.rows],
+        };
+        let (ia, ib) = (ids("body_a"), ids("body_b"));
+        let normal = f64_column(c, "normal", 3);
+        let f_n = if c.column("force_compatible").is_some() { f64_column(c, "force_compatible", 1) } else { f64_column(c, "force_normal", 1) };
+        let f_t = f64_column(c, "force_tangent", 3);
+        let mut items = Vec::with_capacity(2 * c.rows);
+        for k in 0..c.rows {
+            let n = Vector3::from_column_slice(&normal[3 * k..3 * k + 3]);
+            let f = n * f_n[k] + Vector3::from_column_slice(&f_t[3 * k..3 * k + 3]);
+            items.push((ia[k], -f));
+            if ib[k] < WALL_ID_BASE {
+                items.push((ib[k], f));
+            }
+        }
+        frame_view::sum_to_bodies(&self.comm, b, &items)
     }
 
     /// Rank 0 rewrites the XDMF index (temp file + rename).
@@ -304,6 +422,57 @@ impl FrameWriter {
         let r = file.close().ctx(&path, "closing");
         agree(&comm, r)
     }
+}
+
+/// The per-body and per-mesh-vertex extras of a frame, in slab order.
+struct BodyView {
+    contact_force: Vec<Vector3<f64>>,
+    mesh_velocity: Vec<f64>,
+    mesh_force: Vec<f64>,
+}
+
+/// Values of float column `name` (zeros if the table lacks it).
+fn f64_column(c: &ContactTable, name: &str, width: usize) -> Vec<f64> {
+    match c.column(name).map(|c| &c.data) {
+        Some(ColumnData::F64(v)) => v.clone(),
+        _ => vec![0.0; width * c.rows],
+    }
+}
+
+/// Collective: the datasets ParaView draws beyond the bodies (module doc).
+#[allow(clippy::too_many_arguments)]
+fn write_view(
+    g: &hdf5::Group,
+    lines: &[f64],
+    view: &BodyView,
+    walls: &[&WallQuad],
+    (v_off, v_tot): (u64, u64),
+    (c_off, c_tot): (u64, u64),
+    b_off: u64,
+    b_tot: u64,
+    root: bool,
+) -> hdf5::Result<()> {
+    let bg = g.group("bodies")?;
+    let cf: Vec<f64> = view.contact_force.iter().flat_map(|f| [f.x, f.y, f.z]).collect();
+    put(&bg, "contact_force", b_tot, 3, b_off, &cf)?;
+    if bg.link_exists("mesh_vertices") {
+        put(&bg, "mesh_velocity", v_tot, 3, v_off, &view.mesh_velocity)?;
+        put(&bg, "mesh_contact_force", v_tot, 3, v_off, &view.mesh_force)?;
+    }
+    let cg = g.group("contacts")?;
+    put(&cg, "line_points", 2 * c_tot, 3, 2 * c_off, lines)?;
+    let cells: Vec<u64> = (0..lines.len() as u64 / 6).flat_map(|k| [2 * (c_off + k), 2 * (c_off + k) + 1]).collect();
+    put(&cg, "line_cells", c_tot, 2, c_off, &cells)?;
+    // Walls: a few quads, written by rank 0 (the others select nothing).
+    let wg = g.create_group("walls")?;
+    let nw = walls.len() as u64;
+    let pick = |v: Vec<f64>| if root { v } else { Vec::new() };
+    let verts = pick(walls.iter().flat_map(|w| w.corners.iter().flat_map(|c| [c.x, c.y, c.z])).collect());
+    let quads: Vec<u64> = if root { (0..4 * nw).collect() } else { Vec::new() };
+    let index: Vec<u64> = if root { walls.iter().map(|w| w.index).collect() } else { Vec::new() };
+    put(&wg, "vertices", 4 * nw, 3, 0, &verts)?;
+    put(&wg, "quads", nw, 4, 0, &quads)?;
+    put(&wg, "index", nw, 1, 0, &index)
 }
 
 /// Exclusive prefix sum and total of one count per rank.
@@ -363,4 +532,46 @@ pub(crate) fn write_shapes<C: Communicator>(comm: &C, file: &hdf5::File, shapes:
         }
     }
     Ok(())
+}
+
+/// What the XDMF index needs about a frame group already in the file (a
+/// continued run): counts from the dataset shapes, the contact columns from
+/// the contacts group, and which of the newer datasets it has.
+fn frame_info_of(f: &hdf5::Group, group: String, time: f64) -> hdf5::Result<FrameInfo> {
+    use hdf5::types::{IntSize, TypeDescriptor};
+    let rows = |g: &hdf5::Group, n: &str| g.dataset(n).map(|d| d.shape().first().copied().unwrap_or(0) as u64).unwrap_or(0);
+    let b = f.group("bodies")?;
+    let mut info = FrameInfo {
+        group,
+        time,
+        n_bodies: rows(&b, "id"),
+        n_mesh_vertices: rows(&b, "mesh_vertices"),
+        n_mesh_triangles: rows(&b, "mesh_triangles"),
+        n_contacts: 0,
+        contact_columns: Vec::new(),
+        lines: false,
+        body_extras: b.link_exists("contact_force"),
+        n_walls: f.link_exists("walls").then(|| f.group("walls").map(|w| rows(&w, "index"))).transpose()?,
+    };
+    if f.link_exists("contacts") {
+        let c = f.group("contacts")?;
+        info.n_contacts = rows(&c, "body_a");
+        info.lines = c.link_exists("line_points") && c.link_exists("line_cells");
+        let mut names = c.member_names()?;
+        // Columns in the order a frame writes them: the key columns first.
+        let key = ["body_a", "body_b", "sub_a", "sub_b"];
+        names.sort_by_key(|n| (key.iter().position(|k| k == n).unwrap_or(key.len()), n.clone()));
+        for name in names.into_iter().filter(|n| !n.starts_with("line_")) {
+            let d = c.dataset(&name)?;
+            let width = d.shape().get(1).copied().unwrap_or(1);
+            let (num, prec) = match d.dtype()?.to_descriptor()? {
+                TypeDescriptor::Float(_) => ("Float", 8),
+                TypeDescriptor::Unsigned(IntSize::U4) => ("UInt", 4),
+                TypeDescriptor::Unsigned(IntSize::U1) => ("UChar", 1),
+                _ => ("Int", 8),
+            };
+            info.contact_columns.push(ColumnInfo { name, width, num, prec });
+        }
+    }
+    Ok(info)
 }

@@ -7,6 +7,7 @@
 pub mod body_files;
 pub mod checkpoint;
 pub mod frame_read;
+pub mod frame_view;
 pub mod frames;
 pub mod redistribute;
 pub mod table;

@@ -2,10 +2,21 @@
 //! rewrites it after each frame (temp file + rename, so a reader never sees a
 //! half-written index).
 //!
-//! Two temporal collections: `bodies` (one Polyvertex grid per frame over
-//! `bodies/position`, attributes id, radius, velocity, angular_velocity) and,
-//! when the scene has meshes, `meshes` (one Triangle grid per frame over
-//! `bodies/mesh_vertices` / `bodies/mesh_triangles`, attribute `body`).
+//! Temporal collections, one grid per frame in each:
+//! - `bodies`: Polyvertex over `bodies/position`; point data id, shape,
+//!   radius, velocity, angular_velocity, orientation (4 components w,x,y,z),
+//!   contact_force;
+//! - `meshes` (when the scene has meshes): Triangle over
+//!   `bodies/mesh_vertices` / `mesh_triangles`; point data body, velocity,
+//!   contact_force (the body's, at each of its vertices);
+//! - `contacts`: Polyline of one segment per contact over
+//!   `contacts/line_points`; cell data every column of the frame's contact
+//!   table but `point` (force_normal, force_tangent, gap, normal, body_a, ...);
+//! - `walls`: Quadrilateral over `walls/vertices`, the walls acting at the
+//!   frame's time; cell data `index` (the wall's index in the scene).
+//!
+//! Frames written before a dataset existed (a run continued from an older
+//! file) leave it out of their grid.
 //! 64-bit unsigned datasets are declared `NumberType="Int" Precision="8"`,
 //! the integer type every XDMF reader handles (HDF5 converts on read).
 use super::IoError;
@@ -21,6 +32,37 @@ pub struct FrameInfo {
     pub n_bodies: u64,
     pub n_mesh_vertices: u64,
     pub n_mesh_triangles: u64,
+    pub n_contacts: u64,
+    /// The contact table's columns (cell data of the contacts grid).
+    pub contact_columns: Vec<ColumnInfo>,
+    /// `contacts/line_points` and `line_cells` exist.
+    pub lines: bool,
+    /// `bodies/contact_force` (and the mesh vertex data) exist.
+    pub body_extras: bool,
+    /// Number of walls drawn, if the frame has a `walls` group.
+    pub n_walls: Option<u64>,
+}
+
+/// One dataset of a frame's contacts group as XDMF declares it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnInfo {
+    pub name: String,
+    pub width: usize,
+    /// XDMF NumberType and Precision.
+    pub num: &'static str,
+    pub prec: u32,
+}
+
+impl ColumnInfo {
+    pub fn of(c: &super::table::Column) -> Self {
+        use super::table::ColumnData::*;
+        let (num, prec) = match c.data {
+            F64(_) => ("Float", 8),
+            U64(_) => ("Int", 8),
+            U32(_) => ("UInt", 4),
+        };
+        Self { name: c.name.clone(), width: c.width, num, prec }
+    }
 }
 
 fn item(out: &mut String, dims: &str, num: &str, prec: u32, h5: &str, path: &str) {
@@ -30,10 +72,31 @@ fn item(out: &mut String, dims: &str, num: &str, prec: u32, h5: &str, path: &str
     );
 }
 
+#[allow(clippy::too_many_arguments)]
 fn attribute(out: &mut String, name: &str, kind: &str, dims: &str, num: &str, prec: u32, h5: &str, path: &str) {
-    let _ = writeln!(out, "        <Attribute Name=\"{name}\" AttributeType=\"{kind}\" Center=\"Node\">");
+    attribute_at(out, "Node", name, kind, dims, num, prec, h5, path);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attribute_at(out: &mut String, center: &str, name: &str, kind: &str, dims: &str, num: &str, prec: u32, h5: &str, path: &str) {
+    let _ = writeln!(out, "        <Attribute Name=\"{name}\" AttributeType=\"{kind}\" Center=\"{center}\">");
     item(out, dims, num, prec, h5, path);
     let _ = writeln!(out, "        </Attribute>");
+}
+
+/// XDMF attribute type and dimensions of `n` rows of `width` values
+/// (4 or more components: "Matrix", which ParaView reads as an n-component array).
+fn shape_of(n: u64, width: usize) -> (&'static str, String) {
+    match width {
+        1 => ("Scalar", n.to_string()),
+        3 => ("Vector", format!("{n} 3")),
+        w => ("Matrix", format!("{n} {w}")),
+    }
+}
+
+fn grid_open(out: &mut String, kind: &str, f: &FrameInfo) {
+    let _ = writeln!(out, "      <Grid Name=\"{kind}{}\" GridType=\"Uniform\">", f.group.replace('/', "_"));
+    let _ = writeln!(out, "        <Time Value=\"{:e}\"/>", f.time);
 }
 
 /// The XDMF text for `frames` stored in the HDF5 file `h5_name` (a path
@@ -56,6 +119,11 @@ pub fn xdmf_text(h5_name: &str, frames: &[FrameInfo], has_meshes: bool) -> Strin
         attribute(&mut out, "radius", "Scalar", &n.to_string(), "Float", 8, &h5, &format!("{b}/radius"));
         attribute(&mut out, "velocity", "Vector", &format!("{n} 3"), "Float", 8, &h5, &format!("{b}/velocity"));
         attribute(&mut out, "angular_velocity", "Vector", &format!("{n} 3"), "Float", 8, &h5, &format!("{b}/angular_velocity"));
+        attribute(&mut out, "orientation", "Matrix", &format!("{n} 4"), "Float", 8, &h5, &format!("{b}/orientation"));
+        attribute(&mut out, "shape", "Scalar", &n.to_string(), "UInt", 4, &h5, &format!("{b}/shape"));
+        if f.body_extras {
+            attribute(&mut out, "contact_force", "Vector", &format!("{n} 3"), "Float", 8, &h5, &format!("{b}/contact_force"));
+        }
         let _ = writeln!(out, "      </Grid>");
     }
     out.push_str("    </Grid>\n");
@@ -73,6 +141,49 @@ pub fn xdmf_text(h5_name: &str, frames: &[FrameInfo], has_meshes: bool) -> Strin
             item(&mut out, &format!("{nv} 3"), "Float", 8, &h5, &format!("{b}/mesh_vertices"));
             let _ = writeln!(out, "        </Geometry>");
             attribute(&mut out, "body", "Scalar", &nv.to_string(), "Int", 8, &h5, &format!("{b}/mesh_body"));
+            if f.body_extras {
+                attribute(&mut out, "velocity", "Vector", &format!("{nv} 3"), "Float", 8, &h5, &format!("{b}/mesh_velocity"));
+                let p = format!("{b}/mesh_contact_force");
+                attribute(&mut out, "contact_force", "Vector", &format!("{nv} 3"), "Float", 8, &h5, &p);
+            }
+            let _ = writeln!(out, "      </Grid>");
+        }
+        out.push_str("    </Grid>\n");
+    }
+    if frames.iter().any(|f| f.lines) {
+        out.push_str("    <Grid Name=\"contacts\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
+        for f in frames.iter().filter(|f| f.lines) {
+            let n = f.n_contacts;
+            let c = format!("{}/contacts", f.group);
+            grid_open(&mut out, "contacts", f);
+            let _ = writeln!(out, "        <Topology TopologyType=\"Polyline\" NumberOfElements=\"{n}\" NodesPerElement=\"2\">");
+            item(&mut out, &format!("{n} 2"), "Int", 8, &h5, &format!("{c}/line_cells"));
+            let _ = writeln!(out, "        </Topology>");
+            let _ = writeln!(out, "        <Geometry GeometryType=\"XYZ\">");
+            item(&mut out, &format!("{} 3", 2 * n), "Float", 8, &h5, &format!("{c}/line_points"));
+            let _ = writeln!(out, "        </Geometry>");
+            for col in f.contact_columns.iter().filter(|c| c.name != "point") {
+                let (kind, dims) = shape_of(n, col.width);
+                let path = format!("{c}/{}", col.name);
+                attribute_at(&mut out, "Cell", &xml_escape(&col.name), kind, &dims, col.num, col.prec, &h5, &path);
+            }
+            let _ = writeln!(out, "      </Grid>");
+        }
+        out.push_str("    </Grid>\n");
+    }
+    if frames.iter().any(|f| f.n_walls.is_some()) {
+        out.push_str("    <Grid Name=\"walls\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
+        for f in frames {
+            let Some(n) = f.n_walls else { continue };
+            let w = format!("{}/walls", f.group);
+            grid_open(&mut out, "walls", f);
+            let _ = writeln!(out, "        <Topology TopologyType=\"Quadrilateral\" NumberOfElements=\"{n}\">");
+            item(&mut out, &format!("{n} 4"), "Int", 8, &h5, &format!("{w}/quads"));
+            let _ = writeln!(out, "        </Topology>");
+            let _ = writeln!(out, "        <Geometry GeometryType=\"XYZ\">");
+            item(&mut out, &format!("{} 3", 4 * n), "Float", 8, &h5, &format!("{w}/vertices"));
+            let _ = writeln!(out, "        </Geometry>");
+            attribute_at(&mut out, "Cell", "index", "Scalar", &n.to_string(), "Int", 8, &h5, &format!("{w}/index"));
             let _ = writeln!(out, "      </Grid>");
         }
         out.push_str("    </Grid>\n");
@@ -101,12 +212,28 @@ mod tests {
 
     #[test]
     fn one_grid_per_frame_and_balanced_tags() {
-        let f = |s: u64| FrameInfo { group: format!("/frames/{s:09}"), time: s as f64 * 0.1, n_bodies: 3, n_mesh_vertices: 8, n_mesh_triangles: 12 };
+        let col = ColumnInfo { name: "force_normal".into(), width: 1, num: "Float", prec: 8 };
+        let f = |s: u64| FrameInfo {
+            group: format!("/frames/{s:09}"),
+            time: s as f64 * 0.1,
+            n_bodies: 3,
+            n_mesh_vertices: 8,
+            n_mesh_triangles: 12,
+            n_contacts: 2,
+            contact_columns: vec![col.clone()],
+            lines: s > 0,
+            body_extras: true,
+            n_walls: Some(1),
+        };
         let t = xdmf_text("frames.h5", &[f(0), f(5)], true);
         assert_eq!(t.matches("<Grid Name=\"bodies_frames_").count(), 2);
         assert_eq!(t.matches("<Grid Name=\"meshes_frames_").count(), 2);
         assert_eq!(t.matches("<Grid").count(), t.matches("</Grid>").count());
         assert!(t.contains("frames.h5:/frames/000000005/bodies/position"));
+        // Frames without line datasets (an older file continued) stay out of `contacts`.
+        assert_eq!(t.matches("<Grid Name=\"contacts_frames_").count(), 1);
+        assert_eq!(t.matches("<Grid Name=\"walls_frames_").count(), 2);
+        assert!(t.contains("Name=\"force_normal\" AttributeType=\"Scalar\" Center=\"Cell\""));
         let t = xdmf_text("frames.h5", &[f(0)], false);
         assert!(!t.contains("meshes"));
     }

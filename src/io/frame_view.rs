@@ -1,0 +1,163 @@
+//! Output stage helpers for what ParaView draws beyond the bodies: the walls
+//! as finite quads, the line of each contact (centre of a to centre of b, or
+//! to the contact point for a wall), and the contact force summed per body.
+//! The per-body lookups are collective and go to the rank that holds the
+//! body's slab of the id-sorted frame (one all-to-all there and back), so
+//! they cost the same whatever the rank count.
+use super::redistribute::Redistributed;
+use crate::parallel::records::{send_to, FlatRecords};
+use crate::scene::{Periodic, Wall};
+use mpi::traits::*;
+use nalgebra::Vector3;
+
+/// Ids of walls in `body_b` start here (`contact::WALL_ID_BASE`; io does
+/// not import contact).
+pub const WALL_ID_BASE: u64 = 1 << 63;
+
+/// One wall drawn as a quad: its index in the scene's walls, the time it
+/// is removed at, and its four corners (counter-clockwise seen from the side
+/// its normal points to).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WallQuad {
+    pub index: u64,
+    pub until: f64,
+    pub corners: [Vector3<f64>; 4],
+}
+
+/// The walls at time `t` (moving walls moved) as quads on their planes
+/// spanning the box `lo`..`hi` (the bodies' bounding box, or the periodic
+/// box on periodic axes): centred on the box centre's projection, wide
+/// enough to cover the box's shadow.
+pub fn wall_quads(walls: &[Wall], lo: Vector3<f64>, hi: Vector3<f64>, t: f64) -> Vec<WallQuad> {
+    let centre = 0.5 * (lo + hi);
+    let corners: Vec<Vector3<f64>> =
+        (0..8).map(|k| Vector3::new(if k & 1 == 0 { lo.x } else { hi.x }, if k & 2 == 0 { lo.y } else { hi.y }, if k & 4 == 0 { lo.z } else { hi.z })).collect();
+    walls
+        .iter()
+        .enumerate()
+        .map(|(k, w)| {
+            let n = w.normal.normalize();
+            // Tangents: the axis least aligned with n, made orthogonal to it.
+            let axis = (0..3).min_by(|&i, &j| n[i].abs().total_cmp(&n[j].abs())).unwrap_or(0);
+            let t1 = (Vector3::ith(axis, 1.0) - n * n[axis]).normalize();
+            let t2 = n.cross(&t1);
+            let c = centre - n * (centre - w.position(t)).dot(&n);
+            let half = |t: &Vector3<f64>| corners.iter().map(|p| (p - c).dot(t).abs()).fold(0.0, f64::max);
+            let (a, b) = (t1 * half(&t1), t2 * half(&t2));
+            WallQuad { index: k as u64, until: w.until, corners: [c - a - b, c + a - b, c + a + b, c - a + b] }
+        })
+        .collect()
+}
+
+/// Whether a wall removed at `until` is drawn at time `t`: the rule of
+/// `World::set_time` (gone from t >= until, within 1e-9 dt).
+pub fn wall_shown(until: f64, t: f64, dt: f64) -> bool {
+    t < until - 1e-9 * dt
+}
+
+/// First id of each rank's slab of the id-sorted bodies (`u64::MAX` for an
+/// empty slab), the same on every rank. Collective.
+fn slab_starts<C: Communicator>(comm: &C, b: &Redistributed) -> Vec<u64> {
+    let first = b.records.keys.first().copied().unwrap_or(u64::MAX);
+    let mut all = vec![0u64; comm.size() as usize];
+    comm.all_gather_into(&first, &mut all[..]);
+    all
+}
+
+/// The rank whose slab holds `id`: the last non-empty slab starting at or
+/// before it (slabs are in id order).
+fn holder(starts: &[u64], id: u64) -> usize {
+    starts.iter().rposition(|&s| s != u64::MAX && s <= id).unwrap_or(0)
+}
+
+/// Collective: the `f` fields `range` of the bodies `ids` (any ids of the
+/// frame, on any rank), read from the slabs `b`; missing ids give NaN.
+pub fn fetch<C: Communicator>(comm: &C, b: &Redistributed, ids: &[u64], range: std::ops::Range<usize>) -> Vec<Vec<f64>> {
+    let starts = slab_starts(comm, b);
+    let me = comm.rank() as u64;
+    let mut q = FlatRecords::new(2, 0);
+    let dest: Vec<usize> = ids.iter().map(|&id| holder(&starts, id)).collect();
+    for (i, &id) in ids.iter().enumerate() {
+        q.push(id, &[me, i as u64], &[]);
+    }
+    let got = send_to(comm, &q, &dest);
+    let w = range.len();
+    let mut reply = FlatRecords::new(0, w);
+    let mut back = Vec::with_capacity(got.len());
+    let keys = &b.records.keys;
+    for k in 0..got.len() {
+        let u = got.u_row(k);
+        let row = match keys.binary_search(&got.keys[k]) {
+            Ok(i) => b.records.f_row(i)[range.clone()].to_vec(),
+            Err(_) => vec![f64::NAN; w],
+        };
+        reply.push(u[1], &[], &row);
+        back.push(u[0] as usize);
+    }
+    let ans = send_to(comm, &reply, &back);
+    let mut out = vec![vec![f64::NAN; w]; ids.len()];
+    for k in 0..ans.len() {
+        out[ans.keys[k] as usize] = ans.f_row(k).to_vec();
+    }
+    out
+}
+
+/// Collective: sums vectors given per (body id, vector) on any rank into
+/// the slabs `b`: one sum per body of this rank's slab, in its order.
+pub fn sum_to_bodies<C: Communicator>(comm: &C, b: &Redistributed, items: &[(u64, Vector3<f64>)]) -> Vec<Vector3<f64>> {
+    let starts = slab_starts(comm, b);
+    let mut recs = FlatRecords::new(0, 3);
+    let dest: Vec<usize> = items.iter().map(|(id, _)| holder(&starts, *id)).collect();
+    for (id, v) in items {
+        recs.push(*id, &[], v.as_slice());
+    }
+    let mut got = send_to(comm, &recs, &dest);
+    // Summed in (id, sender rank, sender order): the same on any rank count
+    // up to the order of the contacts on one body.
+    got.sort();
+    let keys = &b.records.keys;
+    let mut out = vec![Vector3::zeros(); keys.len()];
+    for k in 0..got.len() {
+        if let Ok(i) = keys.binary_search(&got.keys[k]) {
+            let f = got.f_row(k);
+            out[i] += Vector3::new(f[0], f[1], f[2]);
+        }
+    }
+    out
+}
+
+/// `p` shifted by whole periods to the image nearest `near` (the b end of a
+/// contact across a periodic face is drawn beside a, not across the box).
+pub fn nearest_image(periodic: Option<&Periodic>, p: Vector3<f64>, near: &Vector3<f64>) -> Vector3<f64> {
+    let Some(per) = periodic else { return p };
+    let mut q = p;
+    for a in 0..3 {
+        if per.axes[a] {
+            let l = per.hi[a] - per.lo[a];
+            q[a] -= l * ((q[a] - near[a]) / l).round();
+        }
+    }
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holder_skips_empty_slabs() {
+        let s = [0, u64::MAX, 10, 20];
+        assert_eq!(holder(&s, 5), 0);
+        assert_eq!(holder(&s, 10), 2);
+        assert_eq!(holder(&s, 19), 2);
+        assert_eq!(holder(&s, 25), 3);
+    }
+
+    #[test]
+    fn nearest_image_across_a_face() {
+        let per = Periodic { lo: Vector3::zeros(), hi: Vector3::new(10.0, 10.0, 10.0), axes: [true, false, false] };
+        let q = nearest_image(Some(&per), Vector3::new(9.5, 1.0, 1.0), &Vector3::new(0.5, 1.0, 1.0));
+        assert!((q - Vector3::new(-0.5, 1.0, 1.0)).norm() < 1e-12);
+        assert!((wall_shown(1.0, 0.5, 0.1), wall_shown(1.0, 1.0, 0.1)) == (true, false));
+    }
+}
