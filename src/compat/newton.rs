@@ -21,7 +21,7 @@
 //! its Hessian vanishes.
 //!
 //! Options prefix `compat_`: `-compat_snes_monitor`, `-compat_ksp_type`,
-//! `-compat_pc_type gamg`, `-compat_mat_type aij`, ... after `--`.
+//! `-compat_pc_type gamg`, `-compat_snes_linesearch_type bt`, ... after `--`.
 use super::dual::{Dual, DualResult, Weights};
 use crate::body::Bodies;
 use crate::petsc::{Ksp, Mat, NormType, PetscInt, Result, Snes, Vector};
