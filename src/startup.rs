@@ -294,11 +294,10 @@ fn read_files(comm: &Comm, scene: &mut Scene, label: &str, held: &mut u64) -> Re
             share.bodies = slab.bodies;
         } else {
             let r = body_files::read_text(&path, format, |row| row % size == me);
-            // Every rank read the same file: the same error everywhere.
-            let r = match r {
-                Ok(r) => r,
-                Err(e) => return Err(StartupError(e.to_string())),
-            };
+            // Every rank reads the whole file, so all find the same first
+            // error; agree anyway (a file unreadable on one node only).
+            first_error(comm, r.as_ref().err().map(|e| e.to_string()))?;
+            let r = r.map_err(|e| StartupError(e.to_string()))?;
             count = r.count;
             if let Some((a, z)) = r.id_range {
                 // Duplicates first (they name a line), then holes.
@@ -380,6 +379,9 @@ fn check_distinct_ids(comm: &Comm, path: &Path, bodies: &[FileBody], a: u64, cou
     first_error(comm, e)
 }
 
+/// A cell's box (lo, hi).
+type CellBox = (Vector3<f64>, Vector3<f64>);
+
 /// Collective: the random pack by cells (see README "Random packs"). Returns
 /// the bodies of the cells this rank owns.
 fn random_cells(comm: &Comm, domain: &Domain, src: &Source, dim: u8, held: &mut u64) -> Result<Vec<crate::scene::sources::Placed>, StartupError> {
@@ -408,7 +410,7 @@ fn random_cells(comm: &Comm, domain: &Domain, src: &Source, dim: u8, held: &mut 
                 Ok(bodies) => {
                     // Neighbour cells of other ranks; a body goes to a rank
                     // only if it could meet a body centred in one of its cells.
-                    let foreign: Vec<(usize, (Vector3<f64>, Vector3<f64>))> = grid
+                    let foreign: Vec<(usize, CellBox)> = grid
                         .neighbours(c)
                         .iter()
                         .map(|q| (domain.owner(&grid.centre(*q)), grid.cell_box(*q)))
