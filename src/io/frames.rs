@@ -238,11 +238,13 @@ impl FrameWriter {
         let quads = frame_view::wall_quads(&self.walls, lo, hi, time);
         let walls: Vec<&WallQuad> = quads.iter().filter(|w| frame_view::wall_shown(w.until, time, dt)).collect();
         let r = self.write_frame_group(step, time, dt, &b, &c, (&mv, &mt, &mb), (v_off, v_tot, t_off, t_tot));
-        let r = r.and_then(|g| {
-            let w = |e: hdf5::Error| IoError::hdf5(&self.path, format!("writing frame {} (lines, walls)", frame_name(step)), e);
-            write_view(&g, &lines, &view, &walls, (v_off, v_tot), (c.1, c.2), b.offset, b.total, self.comm.rank() == 0).map_err(w)?;
-            self.file.flush().map_err(w)
-        });
+        // Agreed before the next collective writes, so a failing rank never
+        // leaves the others waiting in them.
+        let g = agree(&self.comm, r)?;
+        let w = |e: hdf5::Error| IoError::hdf5(&self.path, format!("writing frame {} (lines, walls)", frame_name(step)), e);
+        let root = self.comm.rank() == 0;
+        let r = write_view(&g, &lines, &view, &walls, (v_off, v_tot), (c.1, c.2), b.offset, b.total, root).map_err(w);
+        let r = r.and_then(|()| self.file.flush().map_err(w));
         agree(&self.comm, r)?;
         let (table, _, n_contacts) = &c;
         self.frames.push(FrameInfo {
