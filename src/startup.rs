@@ -630,27 +630,3 @@ fn check_placed(scene: &Scene, bodies: &Bodies) -> Option<String> {
     None
 }
 
-/// Collective: the box the ranks divide for the bodies of every rank
-/// (`bodies`: any distribution): their bounding spheres, the periodic box
-/// on periodic axes.
-pub fn domain_box(comm: &Comm, scene: &Scene, bodies: &Bodies) -> (Vector3<f64>, Vector3<f64>) {
-    let (mut lo, mut hi) = (Vector3::repeat(f64::INFINITY), Vector3::repeat(f64::NEG_INFINITY));
-    for i in 0..bodies.len() {
-        let r = scene.shapes[bodies.shape[i] as usize].bounding_radius();
-        lo = lo.inf(&bodies.position[i].add_scalar(-r));
-        hi = hi.sup(&bodies.position[i].add_scalar(r));
-    }
-    let (mut glo, mut ghi) = ([0.0; 3], [0.0; 3]);
-    comm.all_reduce_into(lo.as_slice(), &mut glo[..], SystemOperation::min());
-    comm.all_reduce_into(hi.as_slice(), &mut ghi[..], SystemOperation::max());
-    let (mut lo, mut hi) = (Vector3::from(glo), Vector3::from(ghi));
-    if let Some(p) = &scene.periodic {
-        for a in 0..3 {
-            if p.axes[a] {
-                lo[a] = p.lo[a];
-                hi[a] = p.hi[a];
-            }
-        }
-    }
-    (lo, hi)
-}

@@ -66,7 +66,7 @@ impl<'a> World<'a> {
     /// Distributes `bodies` (any subset per rank, e.g. the whole scene on
     /// every rank, or a checkpoint slab) to their owners.
     pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, whole_scene_everywhere: bool) -> Self {
-        let (lo, hi) = crate::startup::domain_box(comm, scene, &bodies);
+        let (lo, hi) = crate::parallel::domain::domain_box(comm, scene, &bodies);
         let domain = Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim);
         let mut bodies = bodies;
         let me = comm.rank() as usize;

@@ -156,7 +156,8 @@ fn check_checkpoint_file(dir: &Path) {
 #[test]
 fn frames_and_checkpoints_identical_at_1_to_4_ranks() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut reference: Option<(BTreeMap<String, Vec<u8>>, BTreeMap<String, Vec<u8>>)> = None;
+    type Dump = BTreeMap<String, Vec<u8>>;
+    let mut reference: Option<(Dump, Dump)> = None;
     for np in 1..=4 {
         let dir = tmp.path().join(format!("np{np}"));
         // The output dir already existing must be fine.

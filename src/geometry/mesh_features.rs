@@ -335,7 +335,7 @@ mod tests {
         regions.dedup();
         assert_eq!(regions.len(), 6);
         assert!((0..8).all(|v| f.vertex_cone(v).len() == 3));
-        assert_eq!(f.is_real_edge(f.edge_id(6, 7).unwrap()), true);
+        assert!(f.is_real_edge(f.edge_id(6, 7).unwrap()));
         // A real edge: pseudo-normal at 45°; a diagonal reports as a face.
         let e = f.edge_id(6, 7).unwrap();
         assert_relative_eq!(f.edge_normals[e as usize], Vector3::new(0.0, 1.0, 1.0).normalize(), epsilon = 1e-12);

@@ -305,6 +305,7 @@ impl FrameWriter {
         (lo, hi)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn write_frame_group(
         &self,
         step: u64,

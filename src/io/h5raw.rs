@@ -46,7 +46,7 @@ pub(crate) fn write_rows_collective<T: H5Type>(ds: &hdf5::Dataset, offset: u64, 
             data.len()
         )));
     }
-    let rows = if cols == 0 { 0 } else { data.len() / cols };
+    let rows = data.len().checked_div(cols).unwrap_or(0);
     if offset as usize + rows > shape[0] {
         return Err(hdf5::Error::from(format!(
             "write_rows_collective: rows {offset}..{} beyond {} rows",

@@ -412,21 +412,6 @@ impl Scene {
         }
     }
 
-    /// The box the ranks divide: the bodies' bounding box, replaced by the
-    /// periodic box on periodic axes.
-    pub fn domain_box(&self) -> (Vector3<f64>, Vector3<f64>) {
-        let (mut lo, mut hi) = self.bounding_box();
-        if let Some(p) = &self.periodic {
-            for a in 0..3 {
-                if p.axes[a] {
-                    lo[a] = p.lo[a];
-                    hi[a] = p.hi[a];
-                }
-            }
-        }
-        (lo, hi)
-    }
-
     /// Bodies of the explicit entries and the generators (not files).
     pub fn known_count(&self) -> u64 {
         self.bodies.len() as u64 + self.sources.iter().filter_map(|s| s.count).sum::<u64>()
