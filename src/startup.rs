@@ -464,19 +464,7 @@ fn scene_box(comm: &Comm, scene: &Scene, files: &[FileShare]) -> (Vector3<f64>, 
             hi = hi.sup(&b.position.add_scalar(r));
         }
     }
-    let (mut glo, mut ghi) = ([0.0; 3], [0.0; 3]);
-    comm.all_reduce_into(lo.as_slice(), &mut glo[..], SystemOperation::min());
-    comm.all_reduce_into(hi.as_slice(), &mut ghi[..], SystemOperation::max());
-    let (mut lo, mut hi) = (Vector3::from(glo), Vector3::from(ghi));
-    if let Some(p) = &scene.periodic {
-        for a in 0..3 {
-            if p.axes[a] {
-                lo[a] = p.lo[a];
-                hi[a] = p.hi[a];
-            }
-        }
-    }
-    (lo, hi)
+    crate::parallel::domain::global_box(comm, lo, hi, scene.periodic.as_ref())
 }
 
 fn file_shape(scene: &Scene, f: &FileShare, b: &FileBody) -> u32 {

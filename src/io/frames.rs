@@ -285,24 +285,13 @@ impl FrameWriter {
     /// The bounding box of every rank's owned bodies (their bounding
     /// spheres), the periodic box on periodic axes. Collective.
     fn body_box(&self, bodies: &Bodies, n_owned: usize) -> (Vector3<f64>, Vector3<f64>) {
-        let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+        let (mut lo, mut hi) = (Vector3::repeat(f64::INFINITY), Vector3::repeat(f64::NEG_INFINITY));
         for i in 0..n_owned {
             let r = self.shapes[bodies.shape[i] as usize].bounding_radius();
-            for a in 0..3 {
-                lo[a] = lo[a].min(bodies.position[i][a] - r);
-                hi[a] = hi[a].max(bodies.position[i][a] + r);
-            }
+            lo = lo.inf(&bodies.position[i].add_scalar(-r));
+            hi = hi.sup(&bodies.position[i].add_scalar(r));
         }
-        let (mut glo, mut ghi) = ([0.0; 3], [0.0; 3]);
-        self.comm.all_reduce_into(&lo[..], &mut glo[..], mpi::collective::SystemOperation::min());
-        self.comm.all_reduce_into(&hi[..], &mut ghi[..], mpi::collective::SystemOperation::max());
-        let (mut lo, mut hi) = (Vector3::from(glo), Vector3::from(ghi));
-        if let Some(p) = &self.periodic {
-            for a in (0..3).filter(|&a| p.axes[a]) {
-                (lo[a], hi[a]) = (p.lo[a], p.hi[a]);
-            }
-        }
-        (lo, hi)
+        crate::parallel::domain::global_box(&self.comm, lo, hi, self.periodic.as_ref())
     }
 
     #[allow(clippy::too_many_arguments)]

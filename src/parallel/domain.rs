@@ -297,16 +297,19 @@ pub fn domain_box(comm: &Comm, scene: &crate::scene::Scene, bodies: &crate::body
         lo = lo.inf(&bodies.position[i].add_scalar(-r));
         hi = hi.sup(&bodies.position[i].add_scalar(r));
     }
+    global_box(comm, lo, hi, scene.periodic.as_ref())
+}
+
+/// The union over ranks of the boxes `lo`..`hi`, replaced by the periodic
+/// box on periodic axes. Collective.
+pub fn global_box(comm: &Comm, lo: Vector3<f64>, hi: Vector3<f64>, periodic: Option<&crate::scene::Periodic>) -> (Vector3<f64>, Vector3<f64>) {
     let (mut glo, mut ghi) = ([0.0; 3], [0.0; 3]);
     comm.all_reduce_into(lo.as_slice(), &mut glo[..], SystemOperation::min());
     comm.all_reduce_into(hi.as_slice(), &mut ghi[..], SystemOperation::max());
     let (mut lo, mut hi) = (Vector3::from(glo), Vector3::from(ghi));
-    if let Some(p) = &scene.periodic {
-        for a in 0..3 {
-            if p.axes[a] {
-                lo[a] = p.lo[a];
-                hi[a] = p.hi[a];
-            }
+    if let Some(p) = periodic {
+        for a in (0..3).filter(|&a| p.axes[a]) {
+            (lo[a], hi[a]) = (p.lo[a], p.hi[a]);
         }
     }
     (lo, hi)
