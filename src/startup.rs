@@ -11,7 +11,7 @@
 //!    boundary cells with the ranks owning their neighbours).
 //! 4. One migration moves the file bodies to their owners; the bodies are
 //!    checked against the walls and the explicit bodies where they are.
-use crate::body::{Bodies, Body, MassProperties, Shape, DOF_2D, DOF_ALL, DOF_NONE};
+use crate::body::{Bodies, Body, MassProperties, Shape};
 use crate::io::body_files::{self, FileBody};
 use crate::io::frame_read;
 use crate::parallel::domain::{distance_to_box, Domain};
@@ -22,7 +22,7 @@ use crate::scene::sources::{lattice_in, pyramid_in, fill_cell, CellGrid, FileFor
 use crate::scene::{Scene, SolverKind};
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
-use nalgebra::{UnitQuaternion, Vector3};
+use nalgebra::Vector3;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -186,16 +186,6 @@ pub fn memory_check(comm: &Comm, scene: &Scene, label: &str) -> Result<MemoryEst
     }
 }
 
-/// Degrees of freedom of a body.
-fn dof(fixed: bool, dim: u8) -> u8 {
-    if fixed {
-        DOF_NONE
-    } else if dim == 2 {
-        DOF_2D
-    } else {
-        DOF_ALL
-    }
-}
 
 /// Builds bodies with the scene's mass properties.
 struct Maker<'a> {
@@ -205,21 +195,8 @@ struct Maker<'a> {
 
 impl Maker<'_> {
     fn body(&self, id: u64, shape: u32, material: u32, position: Vector3<f64>, fixed: bool) -> Body {
-        let mp = &self.unit[shape as usize];
         let rho = self.scene.materials[material as usize].density;
-        Body {
-            id,
-            shape,
-            material,
-            position,
-            orientation: UnitQuaternion::identity(),
-            velocity: Vector3::zeros(),
-            angular_velocity: Vector3::zeros(),
-            mass: rho * mp.volume,
-            inertia: rho * mp.inertia,
-            fixed,
-            dof_mask: dof(fixed, self.scene.simulation.dim),
-        }
+        Body::at_rest(id, shape, material, position, &self.unit[shape as usize], rho, fixed, self.scene.simulation.dim)
     }
 
     /// Body `j` of generator `src` (material by parity, orientation, velocity).

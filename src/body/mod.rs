@@ -42,6 +42,35 @@ pub struct Body {
     pub dof_mask: DofMask,
 }
 
+impl Body {
+    /// A body at rest in the reference orientation, its mass and inertia from
+    /// the shape's unit-density properties `mp` and the material's `density`;
+    /// all DOFs locked when fixed, the 2D ones free in `dim` = 2.
+    #[allow(clippy::too_many_arguments)]
+    pub fn at_rest(id: u64, shape: u32, material: u32, position: Vector3<f64>, mp: &mass::MassProperties, density: f64, fixed: bool, dim: u8) -> Self {
+        let dof_mask = if fixed {
+            DOF_NONE
+        } else if dim == 2 {
+            DOF_2D
+        } else {
+            DOF_ALL
+        };
+        Body {
+            id,
+            shape,
+            material,
+            position,
+            orientation: UnitQuaternion::identity(),
+            velocity: Vector3::zeros(),
+            angular_velocity: Vector3::zeros(),
+            mass: density * mp.volume,
+            inertia: density * mp.inertia,
+            fixed,
+            dof_mask,
+        }
+    }
+}
+
 /// Bodies as struct-of-arrays. Positions are centres of mass; orientations map
 /// body frame to world frame; angular velocity is in the world frame.
 #[derive(Clone, Debug, Default)]

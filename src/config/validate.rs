@@ -1,7 +1,7 @@
 //! Schema -> Scene: checks every value and resolves names to indices.
 use super::schema::*;
 use super::ConfigError;
-use crate::body::{Bodies, Body, Shape, TriMesh, DOF_2D, DOF_ALL, DOF_NONE};
+use crate::body::{Bodies, Body, Shape, TriMesh};
 use crate::scene::sources::{FileFormat, RadiusClasses, Source, SourceKind};
 use crate::scene::{generate, CompatSettings, ContactSettings, DemSettings, Load, SolverKind, Material, Output, Scene, Simulation, SolverSettings, Wall, WallMotion};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
@@ -79,23 +79,9 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
             .ok_or_else(|| c.err(key, format!("unknown shape `{name}` (known: {})", names(shape_names.iter()))))
     };
 
-    let dof = |fixed: bool| if fixed { DOF_NONE } else if simulation.dim == 2 { DOF_2D } else { DOF_ALL };
     let make = |id: u64, shape: u32, material: u32, position: Vector3<f64>, fixed: bool| -> Body {
         let mp = shapes[shape as usize].unit_mass_properties();
-        let rho = materials[material as usize].density;
-        Body {
-            id,
-            shape,
-            material,
-            position,
-            orientation: UnitQuaternion::identity(),
-            velocity: Vector3::zeros(),
-            angular_velocity: Vector3::zeros(),
-            mass: rho * mp.volume,
-            inertia: rho * mp.inertia,
-            fixed,
-            dof_mask: dof(fixed),
-        }
+        Body::at_rest(id, shape, material, position, &mp, materials[material as usize].density, fixed, simulation.dim)
     };
 
     let mut bodies = Bodies::new();
