@@ -37,6 +37,11 @@ pub fn threshold(p: &Vector, tol: f64) -> Result<f64> {
 
 /// Solves (22) in place: `f` holds the warm start on entry (projected first)
 /// and the solution on exit. Collective.
+///
+/// One iteration is one N apply, one local pass and two reductions (a sum
+/// of three terms and the residual's max): N is linear, so the Lipschitz
+/// test f(x⁺) ≤ f(y) + gᵀd + ½L‖d‖² reads dᵀ(N x⁺ − N y) ≤ L‖d‖² with
+/// d = x⁺ − y, which needs neither objective value and has no cancellation.
 pub fn apgd(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, tol: f64, max_it: u32) -> Result<QpResult> {
     let thr = threshold(p, tol)?;
     op.project(f)?;
@@ -47,50 +52,47 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, t
     if r <= thr {
         return Ok(QpResult { iterations: 0, residual: r, threshold: thr, converged: true });
     }
-    // Lipschitz estimate ‖N d‖/‖d‖ on d = 1 over the active contacts
-    // (a lower bound on the largest eigenvalue; backtracking raises it).
-    let mut d = op.contact_vec()?;
-    d.set(1.0)?;
-    op.project(&mut d)?;
-    let mut nd = op.contact_vec()?;
-    op.apply_n(&d, &mut nd)?;
-    let dn = d.norm(NormType::Two)?;
-    let mut lip = if dn > 0.0 { nd.norm(NormType::Two)? / dn } else { 1.0 };
-    if !(lip.is_finite() && lip > 0.0) {
-        lip = 1.0;
-    }
+    // No diagonal scaling: from f = 0 the unscaled iteration picks the
+    // minimum-norm forces of an indeterminate pack (the paper's Fig. 8 APGD
+    // result), which a metric diag(N) would change.
+    let act: Vec<f64> = op.active.iter().map(|&a| if a { 1.0 } else { 0.0 }).collect();
+    let mut lip = lipschitz_estimate(comm, op, &act)?;
     let mut best = x.try_clone()?;
     let mut best_r = r;
     let mut y = x.try_clone()?;
     let mut ny = nx.try_clone()?;
     let mut xn = op.contact_vec()?;
     let mut nxn = op.contact_vec()?;
-    let mut g = op.contact_vec()?;
     let mut theta = 1.0f64;
     let mut it = 0u64;
     let mut converged = false;
     while it < max_it as u64 {
         it += 1;
-        g.waxpy(1.0, &ny, p)?;
-        let obj_y = 0.5 * y.dot(&ny)? + p.dot(&y)?;
+        // [dᵀ(N x⁺ − N y), ‖d‖², gᵀ(x⁺ − x)] of the accepted trial.
+        let mut sums: [f64; 3];
         let mut tries = 0;
         loop {
-            xn.waxpy(-1.0 / lip, &g, &y)?;
-            op.project(&mut xn)?;
+            {
+                let (yg, nyg, pg, mut xg) = (y.view()?, ny.view()?, p.view()?, xn.view_mut()?);
+                let inv = 1.0 / lip;
+                // x⁺ = P(y − g/L), g = N y + p.
+                for ((((x, y), ny), p), a) in xg.iter_mut().zip(yg.iter()).zip(nyg.iter()).zip(pg.iter()).zip(&act) {
+                    *x = (y - (ny + p) * inv).max(0.0) * a;
+                }
+            }
             op.apply_n(&xn, &mut nxn)?;
-            let obj_x = 0.5 * xn.dot(&nxn)? + p.dot(&xn)?;
-            d.waxpy(-1.0, &y, &xn)?;
-            let bound = obj_y + g.dot(&d)? + 0.5 * lip * d.dot(&d)?;
-            let slack = 1e-13 * (obj_y.abs() + obj_x.abs());
+            let r_local;
+            (sums, r_local) = trial_sums(&xn.view()?, &nxn.view()?, &y.view()?, &ny.view()?, &x.view()?, &p.view()?, &act);
+            crate::parallel::sum_f64s(comm, &mut sums);
+            r = crate::parallel::max_f64(comm, r_local);
             tries += 1;
-            if obj_x <= bound + slack || tries > 60 {
+            if sums[0] <= lip * sums[1] * (1.0 + 1e-12) || tries > 60 {
                 break;
             }
             lip *= 2.0;
         }
         let theta_n = 0.5 * (-theta * theta + theta * (theta * theta + 4.0).sqrt());
         let beta = theta * (1.0 - theta) / (theta * theta + theta_n);
-        r = op.residual(comm, &xn, &nxn, p)?;
         if r < best_r {
             best_r = r;
             best.copy_from(&xn)?;
@@ -99,17 +101,19 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, t
             converged = true;
             break;
         }
-        // Restart when the step goes against the gradient.
-        d.waxpy(-1.0, &x, &xn)?;
-        if g.dot(&d)? > 0.0 {
+        if sums[2] > 0.0 {
+            // Restart when the step goes against the gradient.
             y.copy_from(&xn)?;
             ny.copy_from(&nxn)?;
             theta = 1.0;
         } else {
-            // y = xn + β (xn − x), N y likewise (N is linear).
-            y.waxpy(beta, &d, &xn)?;
-            d.waxpy(-1.0, &nx, &nxn)?;
-            ny.waxpy(beta, &d, &nxn)?;
+            // y = x⁺ + β (x⁺ − x), N y likewise (N is linear).
+            let (xng, nxng, xg, nxg) = (xn.view()?, nxn.view()?, x.view()?, nx.view()?);
+            let (mut yg, mut nyg) = (y.view_mut()?, ny.view_mut()?);
+            for (((y, xn), x), (ny, (nxn, nx))) in yg.iter_mut().zip(xng.iter()).zip(xg.iter()).zip(nyg.iter_mut().zip(nxng.iter().zip(nxg.iter()))) {
+                *y = xn + beta * (xn - x);
+                *ny = nxn + beta * (nxn - nx);
+            }
             theta = theta_n;
         }
         std::mem::swap(&mut x, &mut xn);
@@ -118,4 +122,55 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, t
     }
     f.copy_from(&best)?;
     Ok(QpResult { iterations: it, residual: best_r, threshold: thr, converged })
+}
+
+/// The local parts of [dᵀ(N x⁺ − N y), ‖d‖², gᵀ(x⁺ − x)] with d = x⁺ − y,
+/// g = N y + p, and of the residual max |min(x⁺, N x⁺ + p)| over the active
+/// contacts (`act` is 1 or 0). Four lanes of sums break the add chains.
+#[allow(clippy::too_many_arguments)]
+fn trial_sums(xn: &[f64], nxn: &[f64], y: &[f64], ny: &[f64], x: &[f64], p: &[f64], act: &[f64]) -> ([f64; 3], f64) {
+    const L: usize = 4;
+    let n = xn.len();
+    let (nxn, y, ny, x, p, act) = (&nxn[..n], &y[..n], &ny[..n], &x[..n], &p[..n], &act[..n]);
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn terms(xn: f64, nxn: f64, y: f64, ny: f64, x: f64, p: f64, act: f64) -> [f64; 4] {
+        let d = xn - y;
+        [d * (nxn - ny), d * d, (ny + p) * (xn - x), xn.min(nxn + p).abs() * act]
+    }
+    let mut acc = [[0.0f64; 4]; L];
+    let full = n - n % L;
+    for c in (0..full).step_by(L) {
+        for (l, a) in acc.iter_mut().enumerate() {
+            let k = c + l;
+            let t = terms(xn[k], nxn[k], y[k], ny[k], x[k], p[k], act[k]);
+            a[0] += t[0];
+            a[1] += t[1];
+            a[2] += t[2];
+            a[3] = if t[3] > a[3] { t[3] } else { a[3] };
+        }
+    }
+    for k in full..n {
+        let t = terms(xn[k], nxn[k], y[k], ny[k], x[k], p[k], act[k]);
+        let a = &mut acc[0];
+        a[0] += t[0];
+        a[1] += t[1];
+        a[2] += t[2];
+        a[3] = if t[3] > a[3] { t[3] } else { a[3] };
+    }
+    let sum = |j: usize| acc.iter().map(|a| a[j]).sum::<f64>();
+    ([sum(0), sum(1), sum(2)], acc.iter().fold(0.0, |m, a| m.max(a[3])))
+}
+
+/// ‖N d‖/‖d‖ on d = 1 over the active contacts (`act`): a lower bound on
+/// the largest eigenvalue of N, raised by backtracking. Collective.
+fn lipschitz_estimate(comm: &Comm, op: &mut ContactOperator, act: &[f64]) -> Result<f64> {
+    let mut d = op.contact_vec()?;
+    d.view_mut()?.copy_from_slice(act);
+    let mut nd = op.contact_vec()?;
+    op.apply_n(&d, &mut nd)?;
+    let mut s = [nd.view()?.iter().zip(act).map(|(x, a)| x * x * a).sum::<f64>(), act.iter().sum::<f64>()];
+    crate::parallel::sum_f64s(comm, &mut s);
+    let lip = if s[1] > 0.0 { (s[0] / s[1]).sqrt() } else { 1.0 };
+    Ok(if lip.is_finite() && lip > 0.0 { lip } else { 1.0 })
 }

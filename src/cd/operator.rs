@@ -9,7 +9,7 @@ use crate::contact::{Contacts, WALL_INDEX};
 use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::petsc::{InsertMode, Mat, PetscInt, Result, Vector};
-use nalgebra::{DMatrix, Matrix6, Vector6};
+use nalgebra::{DMatrix, Matrix6, Vector3, Vector6};
 
 /// Generalized inverse mass of local body `i` (owned or ghost): 1/m on free
 /// translational DOFs, the inverse of the free sub-block of the world-frame
@@ -43,6 +43,9 @@ pub fn inverse_mass(bodies: &Bodies, i: usize) -> Matrix6<f64> {
     out
 }
 
+/// Entries of a row half below this fraction of its largest are round-off.
+const ROUNDOFF: f64 = 1e-10;
+
 /// The two halves of contact `i`'s row of B: on body a `[−n, −(r_a × n)]`,
 /// on body b `[n, r_b × n]` (zero for a wall), each with the body's masked
 /// DOFs zeroed. `B v` is then the normal relative velocity (positive when
@@ -51,25 +54,34 @@ pub fn jacobian_rows(contacts: &Contacts, i: usize, bodies: &Bodies) -> (Vector6
     let n = contacts.normal[i];
     let ta = contacts.r_a[i].cross(&n);
     let mut ja = Vector6::new(-n.x, -n.y, -n.z, -ta.x, -ta.y, -ta.z);
-    mask_row(&mut ja, bodies.dof_mask[contacts.ia[i]]);
+    clean_row(&mut ja, bodies.dof_mask[contacts.ia[i]]);
     let ib = contacts.ib[i];
     let jb = if ib == WALL_INDEX {
         Vector6::zeros()
     } else {
         let tb = contacts.r_b[i].cross(&n);
         let mut jb = Vector6::new(n.x, n.y, n.z, tb.x, tb.y, tb.z);
-        mask_row(&mut jb, bodies.dof_mask[ib]);
+        clean_row(&mut jb, bodies.dof_mask[ib]);
         jb
     };
     (ja, jb)
 }
 
-fn mask_row(j: &mut Vector6<f64>, mask: u8) {
+/// Zeroes masked DOFs and round-off entries: a sphere's lever arm r × n is
+/// ~1e-20 |r|, not zero, and keeping it would double B's non-zeros and make
+/// the sphere's rotations look coupled to its contacts.
+fn clean_row(j: &mut Vector6<f64>, mask: u8) {
     for k in 0..6 {
         if !dof_free(mask, k) {
             j[k] = 0.0;
         }
     }
+    let big = j.amax();
+    j.apply(|x| {
+        if x.abs() <= ROUNDOFF * big {
+            *x = 0.0
+        }
+    });
 }
 
 /// B, M⁻¹ and the per-contact data of one step on this rank.
@@ -206,12 +218,14 @@ impl ContactOperator {
     pub fn apply_n(&mut self, f: &Vector, out: &mut Vector) -> Result<()> {
         self.b.mult_transpose(f, &mut self.u)?;
         {
-            let uv = self.u.view()?;
-            let mut wv = self.w.view_mut()?;
-            for i in 0..self.n_owned {
-                let ui = Vector6::from_column_slice(&uv[6 * i..6 * i + 6]);
-                let wi = self.minv[i] * ui;
-                wv[6 * i..6 * i + 6].copy_from_slice(wi.as_slice());
+            let (ug, mut wg) = (self.u.view()?, self.w.view_mut()?);
+            // M⁻¹ is [diag(1/m), 0; 0, J⁻¹] about the centre of mass.
+            for ((u, w), m) in ug.chunks_exact(6).zip(wg.chunks_exact_mut(6)).zip(&self.minv) {
+                for k in 0..3 {
+                    w[k] = m[(k, k)] * u[k];
+                }
+                let rot = m.fixed_view::<3, 3>(3, 3) * Vector3::new(u[3], u[4], u[5]);
+                w[3..].copy_from_slice(rot.as_slice());
             }
         }
         self.b.mult(&self.w, out)?;

@@ -90,10 +90,6 @@ pub enum Weights {
     Bilateral,
 }
 
-/// An entry of a half-row of B below this times the half-row's largest is
-/// round-off and dropped.
-const ROUNDOFF: f64 = 1e-10;
-
 /// Smallest approach used in the Hessian weight δ^{p−2} when p < 2 (the
 /// weight is unbounded at δ → 0⁺), in the scaled units where f ≈ 1.
 const DELTA_FLOOR: f64 = 1e-8;
@@ -113,18 +109,16 @@ impl<'a> Dual<'a> {
         let nc = op.n_local();
         let blk_owned: Vec<PetscInt> = (0..op.n_owned).map(|i| layout.global_index[i] as PetscInt).collect();
         let k: Vec<f64> = (0..nc).map(|i| if op.active[i] { k[i] } else { 0.0 }).collect();
-        // B's rows without round-off entries: a sphere's lever arm r × n is
-        // ~1e-20 r, not zero; keeping it would make its rotations look free.
+        // B's rows (jacobian_rows has cut the round-off entries).
         let (mut row_start, mut row_idx, mut row_val) = (vec![0], Vec::with_capacity(6 * nc), Vec::with_capacity(6 * nc));
         for (i, &ki) in k.iter().enumerate() {
             for (local, j) in [(op.ia[i], &op.ja[i]), (op.ib[i], &op.jb[i])] {
                 if local == WALL_INDEX || ki == 0.0 {
                     continue;
                 }
-                let big = j.amax();
                 let base = 6 * layout.global_index[local] as PetscInt;
                 for d in 0..6 {
-                    if j[d].abs() > ROUNDOFF * big {
+                    if j[d] != 0.0 {
                         row_idx.push(base + d as PetscInt);
                         row_val.push(j[d]);
                     }

@@ -37,6 +37,12 @@ pub fn sum_f64(comm: &Comm, x: f64) -> f64 {
     out
 }
 
+/// Global sums of several values in one reduction, in place.
+pub fn sum_f64s(comm: &Comm, x: &mut [f64]) {
+    let local = x.to_vec();
+    comm.all_reduce_into(&local[..], x, mpi::collective::SystemOperation::sum());
+}
+
 /// Global sum of a count.
 pub fn sum_u64(comm: &Comm, x: u64) -> u64 {
     let mut out = 0u64;
