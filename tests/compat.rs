@@ -344,6 +344,22 @@ fn newton_apgd_and_augmented_lagrangian_agree_on_the_n8_pyramid() {
 }
 
 #[test]
+fn newton_with_gamg_gives_the_forces_of_jacobi_cg_on_1_and_2_ranks() {
+    // `-compat_pc_type gamg` (the rigid-body near-null space is set) must
+    // converge to the same forces as the default CG + Jacobi; APGD needs no
+    // KSP and is the reference here.
+    // n = 20 on 1 rank: PETSc's default Chebyshev bounds stop CG there on an
+    // indefinite preconditioner (the code sets safer ones).
+    for (np, n) in [(1, 20), (2, 8)] {
+        let out = dual(np, "hooke", n, &["--method", "newton", "--method", "apgd", "--", "-compat_pc_type", "gamg"]);
+        let (newton, apgd) = (dual_line(&out, "Newton"), dual_line(&out, "Apgd"));
+        assert_eq!(newton["converged"], "true", "{np} ranks: {out}");
+        assert!(num(&newton, "feasibility") <= 1e-10, "{np} ranks: {out}");
+        assert!(num(&apgd, "diff") <= 1e-8, "{np} ranks: GAMG Newton and APGD differ: {out}");
+    }
+}
+
+#[test]
 fn newton_iterations_and_forces_do_not_depend_on_the_rank_count() {
     for law in ["hooke", "hertz"] {
         let runs: Vec<_> = [1, 2, 3].iter().map(|&np| dual_line(&dual(np, law, 8, &["--method", "newton"]), "Newton")).collect();

@@ -40,6 +40,12 @@ const LM: f64 = 1e-3;
 /// start) to ‖∇Π‖/‖F̃‖ ≤ `tol` in at most `max_it` steps. Collective.
 pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u32) -> Result<DualResult> {
     let comm = dual.comm;
+    // For `-compat_pc_type gamg`: GAMG's default Chebyshev bounds (10
+    // estimate iterations, ×1.1) are too tight for the regularised floppy
+    // modes and CG stops on an indefinite preconditioner.
+    for (k, v) in [("-compat_mg_levels_ksp_chebyshev_esteig", "0,0.05,0,1.2"), ("-compat_mg_levels_esteig_ksp_max_it", "50")] {
+        crate::petsc::options::set_default(k, Some(v))?;
+    }
     let mut h = dual.hessian_matrix(bodies, PREFIX)?;
     let mut linear = 0u64;
     let mut u = match u0 {
