@@ -581,13 +581,13 @@ fn check_placed(scene: &Scene, bodies: &Bodies) -> Option<String> {
                 if dem && d <= 0.0 {
                     return Some(format!("solver = \"dem\" needs a positive initial gap: body {id} touches wall[{w}] (gap {d:.3e})"));
                 }
-                if d < -1e-9 * r {
+                if d < -crate::scene::START_OVERLAP * r {
                     return Some(format!("body {id} penetrates wall[{w}] by {:.3e}", -d));
                 }
             }
         }
         let against = if bodies.fixed[i] { &moving } else { &all };
-        let tol = if dem { 0.0 } else { -1e-9 * r };
+        let tol = if dem { 0.0 } else { -crate::scene::START_OVERLAP * r };
         if !against.is_empty() && !against.free(&p, r, tol) {
             return Some(format!("body {id} overlaps an explicit [[body]]{}", if dem { " (solver = \"dem\" needs positive gaps)" } else { "" }));
         }

@@ -255,3 +255,26 @@ fn a_scene_too_large_for_the_machine_is_refused_before_allocating() {
     let o = common::mpirun_ok(2, &common::stiffgrain(), &["check", cfg.to_str().unwrap()]);
     assert!(o.contains("per rank on 2 rank(s)") && o.contains("bodies       2049"), "{o}");
 }
+
+#[test]
+fn a_pack_resting_on_a_wall_at_round_off_starts_and_a_real_overlap_is_refused() {
+    // A pack written by CD rests with overlaps at its solver tolerance
+    // (~1e-8 of a radius); reading it back must work. A millimetre is a typo.
+    let dir = tempfile::tempdir().unwrap();
+    let floor = "\n[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\n";
+    for (z, ok) in [(0.01 - 1e-10, true), (0.01 - 1e-3, false)] {
+        let csv = format!("id,x,y,z,radius\n0,0.0,0.0,{z},0.01\n1,0.1,0.0,0.05,0.01\n");
+        let cfg = file_scene(dir.path(), &format!("rest-{ok}.csv"), &csv, floor);
+        for np in [1, 2] {
+            let o = common::mpirun(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap(), "--overwrite"]);
+            let lines = error_lines(&o.stderr);
+            if ok {
+                assert!(o.status.success(), "z = {z}, {np} ranks: {lines:?}");
+            } else {
+                assert_eq!(o.status.code(), Some(2), "z = {z}, {np} ranks: {lines:?}");
+                assert_eq!(lines.len(), 1, "{lines:?}");
+                assert!(lines[0].contains("penetrates wall[0]"), "{lines:?}");
+            }
+        }
+    }
+}

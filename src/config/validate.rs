@@ -670,7 +670,7 @@ fn check_overlaps(
         Shape::Mesh(_) => None,
     };
     let spheres: Vec<usize> = (0..bodies.len()).filter(|&i| radius(i).is_some()).collect();
-    let tol = |r: f64| 1e-9 * r;
+    let tol = |r: f64| crate::scene::START_OVERLAP * r;
     let mut pairs = Vec::new();
     for (a, b) in generate::close_pairs(&spheres.iter().map(|&i| (bodies.position[i], radius(i).unwrap())).collect::<Vec<_>>()) {
         let (i, j) = (spheres[a], spheres[b]);

@@ -124,6 +124,12 @@ pub struct Simulation {
 /// Consecutive quiet steps that make a run static (`until_static`).
 pub const STATIC_STEPS: u64 = 10;
 
+/// Overlap of a body with a wall or another body accepted at start, as a
+/// fraction of its radius, for the rigid solvers (the DEM needs gaps): a
+/// pack written by CD rests with overlaps at its solver tolerance (~1e-8 r),
+/// and reading it back must not fail; a typo in a position is far larger.
+pub const START_OVERLAP: f64 = 1e-6;
+
 /// Where and how often a run writes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Output {
