@@ -146,6 +146,22 @@ impl Bodies {
         self.dof_mask[i] = b.dof_mask;
     }
 
+    /// Room for `n` more bodies without growing (a rank's ghosts arrive at
+    /// once: a doubled capacity would be slack the size of the rank).
+    pub fn reserve_exact(&mut self, n: usize) {
+        self.id.reserve_exact(n);
+        self.shape.reserve_exact(n);
+        self.material.reserve_exact(n);
+        self.position.reserve_exact(n);
+        self.orientation.reserve_exact(n);
+        self.velocity.reserve_exact(n);
+        self.angular_velocity.reserve_exact(n);
+        self.mass.reserve_exact(n);
+        self.inertia.reserve_exact(n);
+        self.fixed.reserve_exact(n);
+        self.dof_mask.reserve_exact(n);
+    }
+
     /// Drops every body from index `n` on (the ghosts, when `n` = owned count).
     pub fn truncate(&mut self, n: usize) {
         self.id.truncate(n);
