@@ -116,7 +116,7 @@ pub fn fetch<C: Communicator>(comm: &C, b: &Redistributed, n: usize, id: impl Fn
     for q in &asked {
         match keys.binary_search(q) {
             Ok(i) => reply.extend_from_slice(&b.records.f_row(i)[range.clone()]),
-            Err(_) => reply.extend(std::iter::repeat(f64::NAN).take(w)),
+            Err(_) => reply.extend(std::iter::repeat_n(f64::NAN, w)),
         }
     }
     drop(asked);
