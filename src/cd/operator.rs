@@ -333,6 +333,13 @@ mod tests {
         assert!((m2[(5, 5)] - 1.0 / bs.world_inertia(1)[(2, 2)]).abs() < 1e-12);
         assert_eq!(m2[(3, 3)], 0.0);
         assert_eq!(inverse_mass(&bs, 2), Matrix6::zeros());
+        // The stored blocks are the whole of M⁻¹, and M⁻¹ v is the 6×6 product.
+        let v = Vector6::new(1.0, -2.0, 3.0, 0.5, -0.25, 2.0);
+        for i in 0..3 {
+            let m = inverse_mass(&bs, i);
+            assert_eq!(BlockInverse::of(&m).matrix(), m);
+            assert_eq!(BlockInverse::of(&m) * v, m * v);
+        }
     }
 
     #[test]
