@@ -173,14 +173,14 @@ fn write<C: Communicator>(comm: &C, dir: &Path, n: u64) -> i32 {
         Ok(w) => w,
         Err(e) => fail(rank, &e.to_string()),
     };
-    if let Err(e) = w.write_frame(0, 0.0, 1e-3, &bodies, n_owned, &contacts) {
+    if let Err(e) = w.write_frame(0, 0.0, 1e-3, &bodies, n_owned, contacts) {
         fail(rank, &e.to_string());
     }
     // Second frame: moved bodies, no contacts (zero-size datasets).
     for v in bodies.velocity.iter_mut() {
         *v *= 2.0;
     }
-    if let Err(e) = w.write_frame(10, 0.01, 1e-3, &bodies, n_owned, &table(&[])) {
+    if let Err(e) = w.write_frame(10, 0.01, 1e-3, &bodies, n_owned, table(&[])) {
         fail(rank, &e.to_string());
     }
     if let Err(e) = w.close() {

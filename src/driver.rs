@@ -226,7 +226,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     world.detect();
     if opts.restart.is_none() {
         let table = world.contact_table(&solver.contact_fields(&world.contacts));
-        frames.write_frame(0, 0.0, clock.dt, &world.bodies, world.n_owned(), &table)?;
+        frames.write_frame(0, 0.0, clock.dt, &world.bodies, world.n_owned(), table)?;
     }
     log::info!("{}", Thermo::HEADER);
     let mut tally = StepTally::default();
@@ -255,7 +255,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         if last || every(scene.output.every, step) {
             let table = world.contact_table(&solver.contact_fields(&world.contacts));
             let (b, n, time) = (&world.bodies, world.n_owned(), clock.time);
-            world.timers.time("output", || frames.write_frame(step, time, report.dt, b, n, &table))?;
+            world.timers.time("output", || frames.write_frame(step, time, report.dt, b, n, table))?;
         }
         if every(scene.output.checkpoint_every, step) {
             write_checkpoint(&world, solver.as_ref(), step, clock.time, report.dt)?;

@@ -40,12 +40,18 @@ pub struct Startup {
     pub max_held: u64,
 }
 
-/// Bytes a body costs on its owner (state, mass properties, solver vectors)
-/// and bytes per contact (geometry, forces, matrix rows), as in `check`.
-pub const BYTES_PER_BODY: u64 = 8 + 4 + 4 + 3 * 24 + 32 + 8 + 72 + 2 + 6 * 8 * 6;
-pub const BYTES_PER_CONTACT: u64 = 2 * 8 + 8 + 4 * 24 + 8 * 4 + 12 * 12;
-/// Contacts per body in a dense packing of spheres.
-pub const CONTACTS_PER_BODY: u64 = 6;
+/// Bytes a body costs on its owner at the peak of a CD step, from the heap
+/// profile in BENCHMARKS.md ("Where the memory of a CD step goes"): the
+/// `Bodies` arrays 222, the neighbour reference and global index 32, the
+/// Verlet list's copies and cells 52, M⁻¹ blocks 96, B's two body vectors 96.
+pub const BYTES_PER_BODY: u64 = 222 + 32 + 52 + 96 + 96;
+/// Bytes per contact at that peak: `Contacts` 164, B's row halves and
+/// indices in the solver 116, B in PETSc 44, APGD's contact vectors 107,
+/// the warm start 40, Verlet candidate pairs 27.
+pub const BYTES_PER_CONTACT: u64 = 164 + 116 + 44 + 107 + 40 + 27;
+/// Contacts per body in a dense packing of spheres: six neighbours, each
+/// contact held once (the measured lattice has 1.8).
+pub const CONTACTS_PER_BODY: u64 = 3;
 /// Memory of a rank before any body: MPI, PETSc, HDF5, the binary.
 pub const BASE_BYTES: u64 = 64 << 20;
 /// Distinct radii a text file may have (one sphere shape each).

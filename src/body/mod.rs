@@ -146,6 +146,22 @@ impl Bodies {
         self.dof_mask[i] = b.dof_mask;
     }
 
+    /// Room for `n` more bodies without growing (a rank's ghosts arrive at
+    /// once: a doubled capacity would be slack the size of the rank).
+    pub fn reserve_exact(&mut self, n: usize) {
+        self.id.reserve_exact(n);
+        self.shape.reserve_exact(n);
+        self.material.reserve_exact(n);
+        self.position.reserve_exact(n);
+        self.orientation.reserve_exact(n);
+        self.velocity.reserve_exact(n);
+        self.angular_velocity.reserve_exact(n);
+        self.mass.reserve_exact(n);
+        self.inertia.reserve_exact(n);
+        self.fixed.reserve_exact(n);
+        self.dof_mask.reserve_exact(n);
+    }
+
     /// Drops every body from index `n` on (the ghosts, when `n` = owned count).
     pub fn truncate(&mut self, n: usize) {
         self.id.truncate(n);
@@ -163,23 +179,34 @@ impl Bodies {
 
     /// Keeps the bodies for which `keep` is true, in order.
     pub fn retain(&mut self, mut keep: impl FnMut(&Body) -> bool) {
-        let old = std::mem::take(self);
-        for i in 0..old.len() {
-            let b = old.get(i);
-            if keep(&b) {
-                self.push(b);
-            }
-        }
+        let kept: Vec<usize> = (0..self.len()).filter(|&i| keep(&self.get(i))).collect();
+        self.permute(&kept);
     }
 
     /// Reorders the bodies by ascending id.
     pub fn sort_by_id(&mut self) {
         let mut idx: Vec<usize> = (0..self.len()).collect();
         idx.sort_by_key(|&i| self.id[i]);
-        let old = std::mem::take(self);
-        for i in idx {
-            self.push(old.get(i));
+        self.permute(&idx);
+    }
+
+    /// Keeps bodies `order[0], order[1], …` in that order, one array at a
+    /// time (a large rank holds one array twice, not all of them).
+    fn permute(&mut self, order: &[usize]) {
+        fn pick<T: Copy>(v: &mut Vec<T>, order: &[usize]) {
+            *v = order.iter().map(|&i| v[i]).collect();
         }
+        pick(&mut self.id, order);
+        pick(&mut self.shape, order);
+        pick(&mut self.material, order);
+        pick(&mut self.position, order);
+        pick(&mut self.orientation, order);
+        pick(&mut self.velocity, order);
+        pick(&mut self.angular_velocity, order);
+        pick(&mut self.mass, order);
+        pick(&mut self.inertia, order);
+        pick(&mut self.fixed, order);
+        pick(&mut self.dof_mask, order);
     }
 
     /// World-frame inverse inertia of body `i` (zero on locked rotational DOFs).

@@ -152,9 +152,10 @@ impl CdSolver {
         let gravity = scene.simulation.gravity;
         let nc = contacts.len();
         let nc_global = crate::parallel::sum_u64(comm, nc as u64);
-        let mut f_local = vec![0.0; nc];
-        // Δt M⁻¹ Bᵀ f per owned body.
-        let mut dv = vec![Vector6::<f64>::zeros(); n_owned];
+        // Forces and Δt M⁻¹ Bᵀ f per owned body (zero without contacts),
+        // allocated after the solve: not beside its vectors at the peak.
+        let f_local: Vec<f64>;
+        let dv: Vec<Vector6<f64>>;
         let mut iterations = 0;
         let mut compatible = Vec::new();
         if nc_global > 0 {
@@ -214,16 +215,16 @@ impl CdSolver {
                 );
             }
             iterations = res.iterations;
-            f_local.copy_from_slice(&f.view()?);
+            f_local = f.view()?.to_vec();
             if let Some(post) = post.as_mut() {
                 compatible = post(&mut op, &f, bodies)?;
             }
             let mut u = op.body_vec()?;
             op.b.mult_transpose(&f, &mut u)?;
             let uv = u.view()?;
-            for (i, d) in dv.iter_mut().enumerate() {
-                *d = dt * (op.minv[i] * Vector6::from_column_slice(&uv[6 * i..6 * i + 6]));
-            }
+            dv = (0..n_owned).map(|i| dt * (op.minv[i] * Vector6::from_column_slice(&uv[6 * i..6 * i + 6]))).collect();
+        } else {
+            (f_local, dv) = (vec![0.0; nc], vec![Vector6::<f64>::zeros(); n_owned]);
         }
         integrate(bodies, n_owned, &gravity, dt, &dv);
         self.warm.clear();

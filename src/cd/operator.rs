@@ -9,7 +9,7 @@ use crate::contact::{Contacts, WALL_INDEX};
 use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::petsc::{InsertMode, Mat, PetscInt, Result, Vector};
-use nalgebra::{DMatrix, Matrix6, Vector3, Vector6};
+use nalgebra::{DMatrix, Matrix3, Matrix6, Vector3, Vector6};
 
 /// Generalized inverse mass of local body `i` (owned or ghost): 1/m on free
 /// translational DOFs, the inverse of the free sub-block of the world-frame
@@ -41,6 +41,38 @@ pub fn inverse_mass(bodies: &Bodies, i: usize) -> Matrix6<f64> {
         }
     }
     out
+}
+
+/// M⁻¹ of one body by its non-zero blocks (96 bytes, not a 288-byte 6×6):
+/// 1/m on the translational diagonal and the rotational 3×3 block (the
+/// blocks [`inverse_mass`] fills; the rest is zero about the centre of mass).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BlockInverse {
+    pub lin: Vector3<f64>,
+    pub rot: Matrix3<f64>,
+}
+
+impl BlockInverse {
+    pub fn of(m: &Matrix6<f64>) -> Self {
+        Self { lin: Vector3::new(m[(0, 0)], m[(1, 1)], m[(2, 2)]), rot: m.fixed_view::<3, 3>(3, 3).into_owned() }
+    }
+
+    /// The full 6×6 matrix.
+    pub fn matrix(&self) -> Matrix6<f64> {
+        let mut m = Matrix6::zeros();
+        m.set_partial_diagonal(self.lin.iter().copied());
+        m.fixed_view_mut::<3, 3>(3, 3).copy_from(&self.rot);
+        m
+    }
+}
+
+/// `M⁻¹ v` as the 6×6 product (the same floating-point sums as before the
+/// blocks were stored alone).
+impl std::ops::Mul<Vector6<f64>> for BlockInverse {
+    type Output = Vector6<f64>;
+    fn mul(self, v: Vector6<f64>) -> Vector6<f64> {
+        self.matrix() * v
+    }
 }
 
 /// Entries of a row half below this fraction of its largest are round-off.
@@ -91,7 +123,7 @@ pub struct ContactOperator {
     pub dt: f64,
     pub n_owned: usize,
     /// M⁻¹ of every local body (owned, then ghosts).
-    pub minv: Vec<Matrix6<f64>>,
+    pub minv: Vec<BlockInverse>,
     /// Row halves of B per local contact (see [`jacobian_rows`]).
     pub ja: Vec<Vector6<f64>>,
     pub jb: Vec<Vector6<f64>>,
@@ -115,19 +147,17 @@ impl ContactOperator {
     pub fn assemble(comm: &Comm, bodies: &Bodies, layout: &Layout, contacts: &Contacts, dt: f64) -> Result<Self> {
         let n_owned = layout.n_owned;
         let nc = contacts.len();
-        let minv: Vec<Matrix6<f64>> = (0..bodies.len()).map(|i| inverse_mass(bodies, i)).collect();
+        let minv: Vec<BlockInverse> = (0..bodies.len()).map(|i| BlockInverse::of(&inverse_mass(bodies, i))).collect();
         let mut ja = Vec::with_capacity(nc);
         let mut jb = Vec::with_capacity(nc);
-        // Row entries (global column, value) with exact zeros dropped.
-        let mut rows: Vec<Vec<(PetscInt, f64)>> = Vec::with_capacity(nc);
         let mut d_nnz = Vec::with_capacity(nc);
         let mut o_nnz = Vec::with_capacity(nc);
         let mut active = Vec::with_capacity(nc);
-        for i in 0..nc {
-            let (a, b) = jacobian_rows(contacts, i, bodies);
-            let mut row = Vec::with_capacity(12);
-            let (mut d, mut o) = (0, 0);
-            for (local, half) in [(contacts.ia[i], &a), (contacts.ib[i], &b)] {
+        // Row entries (global column, value) of contact i with exact zeros
+        // dropped, computed twice (count, then insert) rather than stored.
+        let row_of = |i: usize, a: &Vector6<f64>, b: &Vector6<f64>, row: &mut Vec<(PetscInt, f64)>| {
+            row.clear();
+            for (local, half) in [(contacts.ia[i], a), (contacts.ib[i], b)] {
                 if local == WALL_INDEX {
                     continue;
                 }
@@ -135,32 +165,38 @@ impl ContactOperator {
                 for k in 0..6 {
                     if half[k] != 0.0 {
                         row.push((base + k as PetscInt, half[k]));
-                        // Diagonal block by global index: a periodic image of an
-                        // owned body is a ghost whose columns are local.
-                        let g = layout.global_index[local];
-                        if g >= layout.offset && g < layout.offset + n_owned as u64 {
-                            d += 1;
-                        } else {
-                            o += 1;
-                        }
                     }
                 }
             }
+        };
+        let mut row = Vec::with_capacity(12);
+        let first = layout.offset as PetscInt * 6;
+        let owned = first..first + 6 * n_owned as PetscInt;
+        for i in 0..nc {
+            let (a, b) = jacobian_rows(contacts, i, bodies);
+            row_of(i, &a, &b, &mut row);
+            // Diagonal block by global index: a periodic image of an owned
+            // body is a ghost whose columns are local.
+            let d = row.iter().filter(|e| owned.contains(&e.0)).count() as PetscInt;
             active.push(!row.is_empty());
             d_nnz.push(d);
-            o_nnz.push(o);
-            rows.push(row);
+            o_nnz.push(row.len() as PetscInt - d);
             ja.push(a);
             jb.push(b);
         }
         let mut bmat = Mat::aij(comm, nc as PetscInt, 6 * n_owned as PetscInt, 0, &d_nnz, 0, &o_nnz)?;
+        drop((d_nnz, o_nnz));
         let row_offset = bmat.ownership_range()?.start;
-        for (i, row) in rows.iter().enumerate() {
+        let (mut cols, mut vals) = (Vec::with_capacity(12), Vec::with_capacity(12));
+        for i in 0..nc {
+            row_of(i, &ja[i], &jb[i], &mut row);
             if row.is_empty() {
                 continue;
             }
-            let cols: Vec<PetscInt> = row.iter().map(|e| e.0).collect();
-            let vals: Vec<f64> = row.iter().map(|e| e.1).collect();
+            cols.clear();
+            vals.clear();
+            cols.extend(row.iter().map(|e| e.0));
+            vals.extend(row.iter().map(|e| e.1));
             bmat.set_values(&[row_offset + i as PetscInt], &cols, &vals, InsertMode::Insert)?;
         }
         bmat.assemble()?;
@@ -222,9 +258,9 @@ impl ContactOperator {
             // M⁻¹ is [diag(1/m), 0; 0, J⁻¹] about the centre of mass.
             for ((u, w), m) in ug.chunks_exact(6).zip(wg.chunks_exact_mut(6)).zip(&self.minv) {
                 for k in 0..3 {
-                    w[k] = m[(k, k)] * u[k];
+                    w[k] = m.lin[k] * u[k];
                 }
-                let rot = m.fixed_view::<3, 3>(3, 3) * Vector3::new(u[3], u[4], u[5]);
+                let rot = m.rot * Vector3::new(u[3], u[4], u[5]);
                 w[3..].copy_from_slice(rot.as_slice());
             }
         }
@@ -297,6 +333,13 @@ mod tests {
         assert!((m2[(5, 5)] - 1.0 / bs.world_inertia(1)[(2, 2)]).abs() < 1e-12);
         assert_eq!(m2[(3, 3)], 0.0);
         assert_eq!(inverse_mass(&bs, 2), Matrix6::zeros());
+        // The stored blocks are the whole of M⁻¹, and M⁻¹ v is the 6×6 product.
+        let v = Vector6::new(1.0, -2.0, 3.0, 0.5, -0.25, 2.0);
+        for i in 0..3 {
+            let m = inverse_mass(&bs, i);
+            assert_eq!(BlockInverse::of(&m).matrix(), m);
+            assert_eq!(BlockInverse::of(&m) * v, m * v);
+        }
     }
 
     #[test]

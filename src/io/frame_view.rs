@@ -5,7 +5,8 @@
 //! body's slab of the id-sorted frame (one all-to-all there and back), so
 //! they cost the same whatever the rank count.
 use super::redistribute::Redistributed;
-use crate::parallel::records::{send_to, FlatRecords};
+use crate::parallel::records::alltoallv;
+use mpi::Count;
 use crate::scene::{Periodic, Wall};
 use mpi::traits::*;
 use nalgebra::Vector3;
@@ -70,57 +71,94 @@ fn holder(starts: &[u64], id: u64) -> usize {
     starts.iter().rposition(|&s| s != u64::MAX && s <= id).unwrap_or(0)
 }
 
-/// Collective: the `f` fields `range` of the bodies `ids` (any ids of the
-/// frame, on any rank), read from the slabs `b`; missing ids give NaN.
-pub fn fetch<C: Communicator>(comm: &C, b: &Redistributed, ids: &[u64], range: std::ops::Range<usize>) -> Vec<Vec<f64>> {
+/// Where each of `n` items goes (the rank holding its body's slab), as a
+/// counting sort: per-rank counts and, per position of the send buffer,
+/// the item placed there (items without an id are left out).
+fn plan(starts: &[u64], n: usize, id: &impl Fn(usize) -> Option<u64>) -> (Vec<Count>, Vec<usize>) {
+    let mut send_n = vec![0 as Count; starts.len()];
+    for i in 0..n {
+        if let Some(id) = id(i) {
+            send_n[holder(starts, id)] += 1;
+        }
+    }
+    let mut next: Vec<usize> = send_n
+        .iter()
+        .scan(0usize, |acc, &c| {
+            let d = *acc;
+            *acc += c as usize;
+            Some(d)
+        })
+        .collect();
+    let mut order = vec![0usize; send_n.iter().sum::<Count>() as usize];
+    for i in 0..n {
+        if let Some(id) = id(i) {
+            let r = holder(starts, id);
+            order[next[r]] = i;
+            next[r] += 1;
+        }
+    }
+    (send_n, order)
+}
+
+/// Collective: the `f` fields `range` of the bodies `id(0..n)` (any ids of
+/// the frame, on any rank), read from the slabs `b`, `range.len()` values
+/// per id; missing ids give NaN. The answers come back in the order the
+/// questions were sent (the reverse all-to-all), so only the ids travel.
+pub fn fetch<C: Communicator>(comm: &C, b: &Redistributed, n: usize, id: impl Fn(usize) -> u64, range: std::ops::Range<usize>) -> Vec<f64> {
     let starts = slab_starts(comm, b);
-    let me = comm.rank() as u64;
-    let mut q = FlatRecords::new(2, 0);
-    let dest: Vec<usize> = ids.iter().map(|&id| holder(&starts, id)).collect();
-    for (i, &id) in ids.iter().enumerate() {
-        q.push(id, &[me, i as u64], &[]);
-    }
-    let got = send_to(comm, &q, &dest);
     let w = range.len();
-    let mut reply = FlatRecords::new(0, w);
-    let mut back = Vec::with_capacity(got.len());
+    let (send_n, order) = plan(&starts, n, &|i| Some(id(i)));
+    let mut recv_n = vec![0 as Count; starts.len()];
+    comm.all_to_all_into(&send_n[..], &mut recv_n[..]);
+    let asked = alltoallv(comm, &order.iter().map(|&i| id(i)).collect::<Vec<u64>>(), &send_n, &recv_n, 1);
     let keys = &b.records.keys;
-    for k in 0..got.len() {
-        let u = got.u_row(k);
-        let row = match keys.binary_search(&got.keys[k]) {
-            Ok(i) => b.records.f_row(i)[range.clone()].to_vec(),
-            Err(_) => vec![f64::NAN; w],
-        };
-        reply.push(u[1], &[], &row);
-        back.push(u[0] as usize);
+    let mut reply = Vec::with_capacity(asked.len() * w);
+    for q in &asked {
+        match keys.binary_search(q) {
+            Ok(i) => reply.extend_from_slice(&b.records.f_row(i)[range.clone()]),
+            Err(_) => reply.extend(std::iter::repeat_n(f64::NAN, w)),
+        }
     }
-    let ans = send_to(comm, &reply, &back);
-    let mut out = vec![vec![f64::NAN; w]; ids.len()];
-    for k in 0..ans.len() {
-        out[ans.keys[k] as usize] = ans.f_row(k).to_vec();
+    drop(asked);
+    let ans = alltoallv(comm, &reply, &recv_n, &send_n, w);
+    drop(reply);
+    let mut out = vec![f64::NAN; n * w];
+    for (k, &i) in order.iter().enumerate() {
+        out[i * w..(i + 1) * w].copy_from_slice(&ans[k * w..(k + 1) * w]);
     }
     out
 }
 
-/// Collective: sums vectors given per (body id, vector) on any rank into
-/// the slabs `b`: one sum per body of this rank's slab, in its order.
-pub fn sum_to_bodies<C: Communicator>(comm: &C, b: &Redistributed, items: &[(u64, Vector3<f64>)]) -> Vec<Vector3<f64>> {
+/// Collective: sums the vectors `item(0..n)` = (body id, vector), given on
+/// any rank, into the slabs `b`: one sum per body of this rank's slab, in
+/// its order. `None` items are skipped.
+pub fn sum_to_bodies<C: Communicator>(
+    comm: &C,
+    b: &Redistributed,
+    n: usize,
+    item: impl Fn(usize) -> Option<(u64, Vector3<f64>)>,
+) -> Vec<Vector3<f64>> {
     let starts = slab_starts(comm, b);
-    let mut recs = FlatRecords::new(0, 3);
-    let dest: Vec<usize> = items.iter().map(|(id, _)| holder(&starts, *id)).collect();
-    for (id, v) in items {
-        recs.push(*id, &[], v.as_slice());
-    }
-    let mut got = send_to(comm, &recs, &dest);
-    // Summed in (id, sender rank, sender order): the same on any rank count
-    // up to the order of the contacts on one body.
-    got.sort();
-    let keys = &b.records.keys;
-    let mut out = vec![Vector3::zeros(); keys.len()];
-    for k in 0..got.len() {
-        if let Ok(i) = keys.binary_search(&got.keys[k]) {
-            let f = got.f_row(k);
-            out[i] += Vector3::new(f[0], f[1], f[2]);
+    let (send_n, order) = plan(&starts, n, &|i| item(i).map(|(id, _)| id));
+    let mut recv_n = vec![0 as Count; starts.len()];
+    comm.all_to_all_into(&send_n[..], &mut recv_n[..]);
+    let keys = alltoallv(comm, &order.iter().map(|&i| item(i).map_or(0, |(id, _)| id)).collect::<Vec<u64>>(), &send_n, &recv_n, 1);
+    let vals = {
+        let mut v = Vec::with_capacity(3 * order.len());
+        order.iter().for_each(|&i| v.extend_from_slice(item(i).map_or([0.0; 3], |(_, v)| [v.x, v.y, v.z]).as_slice()));
+        drop(order);
+        alltoallv(comm, &v, &send_n, &recv_n, 3)
+    };
+    // Summed per body in the order of the vectors' bits: the same on any
+    // rank count, whichever rank sent which.
+    let bits = |k: usize| [vals[3 * k].to_bits(), vals[3 * k + 1].to_bits(), vals[3 * k + 2].to_bits()];
+    let mut idx: Vec<usize> = (0..keys.len()).collect();
+    idx.sort_unstable_by(|&i, &j| keys[i].cmp(&keys[j]).then_with(|| bits(i).cmp(&bits(j))));
+    let slab = &b.records.keys;
+    let mut out = vec![Vector3::zeros(); slab.len()];
+    for k in idx {
+        if let Ok(i) = slab.binary_search(&keys[k]) {
+            out[i] += Vector3::new(vals[3 * k], vals[3 * k + 1], vals[3 * k + 2]);
         }
     }
     out

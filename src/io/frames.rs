@@ -187,13 +187,13 @@ impl FrameWriter {
         dt: f64,
         bodies: &Bodies,
         n_owned: usize,
-        contacts: &ContactTable,
+        contacts: ContactTable,
     ) -> Result<(), IoError> {
         let r = self.check_input(bodies, n_owned);
         agree(&self.comm, r)?;
 
         // Bodies: key id; u = [id, shape, fixed]; f = pos, quat (w,x,y,z), v, w.
-        let mut recs = FlatRecords::new(3, 13);
+        let mut recs = FlatRecords::with_capacity(3, 13, n_owned);
         for i in 0..n_owned {
             let q = bodies.orientation[i].quaternion();
             let (p, v, w) = (bodies.position[i], bodies.velocity[i], bodies.angular_velocity[i]);
@@ -201,9 +201,11 @@ impl FrameWriter {
             recs.push(bodies.id[i], &[bodies.id[i], bodies.shape[i] as u64, bodies.fixed[i] as u64], &f);
         }
         let b = redistribute_sorted(&self.comm, recs);
+        // The table is consumed by its sort; the force sums' buffers are
+        // gone before the lines are fetched (the peak of a large frame).
         let c = contacts.sorted(&self.comm);
-        let lines = self.contact_lines(&b, &c.0);
         let force = self.body_forces(&b, &c.0);
+        let lines = self.contact_lines(&b, &c.0);
         let mut view = BodyView { contact_force: force, mesh_velocity: Vec::new(), mesh_force: Vec::new() };
 
         // Mesh vertices/triangles of this rank's block, and their global offsets.
@@ -352,22 +354,19 @@ impl FrameWriter {
     /// Both ends of the line of each contact of the sorted slab `c`:
     /// centre of a, then centre of b or, for a wall, the contact point.
     fn contact_lines(&self, b: &super::redistribute::Redistributed, c: &ContactTable) -> Vec<f64> {
-        let ids = |name: &str| match c.column(name).map(|c| &c.data) {
-            Some(ColumnData::U64(v)) => v.clone(),
-            _ => vec![0; c.rows],
-        };
-        let (ia, ib) = (ids("body_a"), ids("body_b"));
-        let point = f64_column(c, "point", 3);
-        let bodies: Vec<u64> = ia.iter().zip(&ib).map(|(&a, &b)| if b >= WALL_ID_BASE { a } else { b }).collect();
-        let pa = frame_view::fetch(&self.comm, b, &ia, 0..3);
-        let pb = frame_view::fetch(&self.comm, b, &bodies, 0..3);
+        let (ia, ib) = (u64_column(c, "body_a"), u64_column(c, "body_b"));
+        let id = |v: Option<&[u64]>, k: usize| v.map_or(0, |v| v[k]);
+        let point = f64_column(c, "point");
+        let other = |k: usize| if id(ib, k) >= WALL_ID_BASE { id(ia, k) } else { id(ib, k) };
+        let pa = frame_view::fetch(&self.comm, b, c.rows, |k| id(ia, k), 0..3);
+        let pb = frame_view::fetch(&self.comm, b, c.rows, other, 0..3);
         let mut out = Vec::with_capacity(6 * c.rows);
         for k in 0..c.rows {
-            let a = Vector3::from_column_slice(&pa[k]);
-            let e = if ib[k] >= WALL_ID_BASE {
-                Vector3::from_column_slice(&point[3 * k..3 * k + 3])
+            let a = Vector3::from_column_slice(&pa[3 * k..3 * k + 3]);
+            let e = if id(ib, k) >= WALL_ID_BASE {
+                point.map_or_else(Vector3::zeros, |p| Vector3::from_column_slice(&p[3 * k..3 * k + 3]))
             } else {
-                frame_view::nearest_image(self.periodic.as_ref(), Vector3::from_column_slice(&pb[k]), &a)
+                frame_view::nearest_image(self.periodic.as_ref(), Vector3::from_column_slice(&pb[3 * k..3 * k + 3]), &a)
             };
             out.extend_from_slice(&[a.x, a.y, a.z, e.x, e.y, e.z]);
         }
@@ -379,24 +378,23 @@ impl FrameWriter {
     /// no share). The normal force is `force_compatible` when the solver
     /// reports it (compatible-cd, as in the summary's reactions).
     fn body_forces(&self, b: &super::redistribute::Redistributed, c: &ContactTable) -> Vec<Vector3<f64>> {
-        let ids = |name: &str| match c.column(name).map(|c| &c.data) {
-            Some(ColumnData::U64(v)) => v.clone(),
-            _ => vec![0; c.rows],
-        };
-        let (ia, ib) = (ids("body_a"), ids("body_b"));
-        let normal = f64_column(c, "normal", 3);
-        let f_n = if c.column("force_compatible").is_some() { f64_column(c, "force_compatible", 1) } else { f64_column(c, "force_normal", 1) };
-        let f_t = f64_column(c, "force_tangent", 3);
-        let mut items = Vec::with_capacity(2 * c.rows);
-        for k in 0..c.rows {
-            let n = Vector3::from_column_slice(&normal[3 * k..3 * k + 3]);
-            let f = n * f_n[k] + Vector3::from_column_slice(&f_t[3 * k..3 * k + 3]);
-            items.push((ia[k], -f));
-            if ib[k] < WALL_ID_BASE {
-                items.push((ib[k], f));
+        let (ia, ib) = (u64_column(c, "body_a"), u64_column(c, "body_b"));
+        let id = |v: Option<&[u64]>, k: usize| v.map_or(0, |v| v[k]);
+        let normal = f64_column(c, "normal");
+        let f_n = if c.column("force_compatible").is_some() { f64_column(c, "force_compatible") } else { f64_column(c, "force_normal") };
+        let f_t = f64_column(c, "force_tangent");
+        let v3 = |v: Option<&[f64]>, k: usize| v.map_or_else(Vector3::zeros, |v| Vector3::from_column_slice(&v[3 * k..3 * k + 3]));
+        // Item 2k is the force on a of contact k, item 2k + 1 that on b.
+        let item = |i: usize| {
+            let k = i / 2;
+            let f = v3(normal, k) * f_n.map_or(0.0, |v| v[k]) + v3(f_t, k);
+            if i % 2 == 0 {
+                Some((id(ia, k), -f))
+            } else {
+                (id(ib, k) < WALL_ID_BASE).then(|| (id(ib, k), f))
             }
-        }
-        frame_view::sum_to_bodies(&self.comm, b, &items)
+        };
+        frame_view::sum_to_bodies(&self.comm, b, 2 * c.rows, item)
     }
 
     /// Rank 0 rewrites the XDMF index (temp file + rename).
@@ -423,11 +421,19 @@ struct BodyView {
     mesh_force: Vec<f64>,
 }
 
-/// Values of float column `name` (zeros if the table lacks it).
-fn f64_column(c: &ContactTable, name: &str, width: usize) -> Vec<f64> {
+/// Values of float column `name` (None if the table lacks it: zeros).
+fn f64_column<'a>(c: &'a ContactTable, name: &str) -> Option<&'a [f64]> {
     match c.column(name).map(|c| &c.data) {
-        Some(ColumnData::F64(v)) => v.clone(),
-        _ => vec![0.0; width * c.rows],
+        Some(ColumnData::F64(v)) => Some(v),
+        _ => None,
+    }
+}
+
+/// Values of integer column `name` (None if the table lacks it: zeros).
+fn u64_column<'a>(c: &'a ContactTable, name: &str) -> Option<&'a [u64]> {
+    match c.column(name).map(|c| &c.data) {
+        Some(ColumnData::U64(v)) => Some(v),
+        _ => None,
     }
 }
 

@@ -48,9 +48,10 @@ pub fn redistribute_sorted<C: Communicator>(comm: &C, mut recs: FlatRecords) -> 
     let mut recv_n = vec![0 as Count; size];
     comm.all_to_all_into(&send_n[..], &mut recv_n[..]);
 
-    let keys = exchange(comm, &recs.keys, &send_n, &recv_n, 1);
-    let u = exchange(comm, &recs.u, &send_n, &recv_n, n_u);
-    let f = exchange(comm, &recs.f, &send_n, &recv_n, n_f);
+    // Each array is freed once sent: the records are held about once.
+    let keys = exchange(comm, &std::mem::take(&mut recs.keys), &send_n, &recv_n, 1);
+    let u = exchange(comm, &std::mem::take(&mut recs.u), &send_n, &recv_n, n_u);
+    let f = exchange(comm, &std::mem::take(&mut recs.f), &send_n, &recv_n, n_f);
     let mut records = FlatRecords { n_u, n_f, keys, u, f };
     records.sort();
 

@@ -1,8 +1,11 @@
 //! Per-contact output as named columns: a frame writes whatever columns the
 //! table holds, so a new output field is one `push` where its values are
 //! (ARCHITECTURE.md "Adding an output field").
-use super::redistribute::{redistribute_sorted, FlatRecords};
+use crate::parallel::records::alltoallv;
+use mpi::collective::SystemOperation;
 use mpi::traits::*;
+use mpi::Count;
+use std::cmp::Ordering;
 
 /// A per-contact output field a solver contributes to frames, `width`
 /// values per contact in `Contacts` order.
@@ -66,61 +69,103 @@ impl ContactTable {
         self.columns.iter().find(|c| c.name == name)
     }
 
-    /// (integer, float) values per row.
-    fn widths(&self) -> (usize, usize) {
-        self.columns.iter().fold((0, 0), |(u, f), c| match c.data {
-            ColumnData::F64(_) => (u, f + c.width),
-            _ => (u + c.width, f),
-        })
+    /// Row `i`'s sort key: its first integer value (body_a).
+    fn key(&self, i: usize) -> u64 {
+        self.columns
+            .iter()
+            .find_map(|c| match &c.data {
+                ColumnData::U64(v) => Some(v[i * c.width]),
+                ColumnData::U32(v) => Some(v[i * c.width] as u64),
+                ColumnData::F64(_) => None,
+            })
+            .unwrap_or(0)
+    }
+
+    /// Rows `i` and `j` in the order of `FlatRecords` of (key, integer
+    /// columns, float columns): the key, the integer values, the float bits.
+    fn cmp_rows(&self, i: usize, j: usize) -> Ordering {
+        let ints = self.columns.iter().filter(|c| !matches!(c.data, ColumnData::F64(_)));
+        let floats = self.columns.iter().filter(|c| matches!(c.data, ColumnData::F64(_)));
+        let mut o = self.key(i).cmp(&self.key(j));
+        for c in ints.chain(floats) {
+            if o != Ordering::Equal {
+                break;
+            }
+            let (a, b) = (i * c.width..(i + 1) * c.width, j * c.width..(j + 1) * c.width);
+            o = match &c.data {
+                ColumnData::U64(v) => v[a].cmp(&v[b]),
+                ColumnData::U32(v) => v[a].cmp(&v[b]),
+                ColumnData::F64(v) => v[a].iter().map(|x| x.to_bits()).cmp(v[b].iter().map(|x| x.to_bits())),
+            };
+        }
+        o
+    }
+
+    /// Reorders the rows so that row `order[k]` becomes row `k`, one column
+    /// at a time.
+    fn permute(&mut self, order: &[usize]) {
+        for c in &mut self.columns {
+            let w = c.width;
+            match &mut c.data {
+                ColumnData::U64(v) => *v = gather(v, order, w),
+                ColumnData::U32(v) => *v = gather(v, order, w),
+                ColumnData::F64(v) => *v = gather(v, order, w),
+            }
+        }
+        self.rows = order.len();
     }
 
     /// Collective: the rows of every rank sorted by (body_a, body_b, sub_a,
     /// sub_b) and split into contiguous slabs; returns this rank's slab and
     /// its offset and the total number of rows. Every rank must hold the
     /// same columns (names, kinds, widths) in the same order.
-    pub fn sorted<C: Communicator>(&self, comm: &C) -> (ContactTable, u64, u64) {
-        let (nu, nf) = self.widths();
-        let mut recs = FlatRecords::new(nu, nf);
-        let (mut u, mut f) = (Vec::with_capacity(nu), Vec::with_capacity(nf));
-        for i in 0..self.rows {
-            u.clear();
-            f.clear();
-            for c in &self.columns {
-                let r = i * c.width..(i + 1) * c.width;
-                match &c.data {
-                    ColumnData::U64(v) => u.extend_from_slice(&v[r]),
-                    ColumnData::U32(v) => u.extend(v[r].iter().map(|&x| x as u64)),
-                    ColumnData::F64(v) => f.extend_from_slice(&v[r]),
-                }
+    ///
+    /// The rows go to rank `(key - kmin) * size / (kmax - kmin + 1)` as in
+    /// `redistribute_sorted`, one column at a time (each column freed as it
+    /// is sent), so a rank holds its table about once, not as records too.
+    pub fn sorted<C: Communicator>(mut self, comm: &C) -> (ContactTable, u64, u64) {
+        let size = comm.size() as usize;
+        let mut order: Vec<usize> = (0..self.rows).collect();
+        order.sort_by(|&i, &j| self.cmp_rows(i, j));
+        self.permute(&order);
+        drop(order);
+        let local_min = if self.rows > 0 { self.key(0) } else { u64::MAX };
+        let local_max = if self.rows > 0 { self.key(self.rows - 1) } else { 0 };
+        let (mut kmin, mut kmax) = (0u64, 0u64);
+        comm.all_reduce_into(&local_min, &mut kmin, SystemOperation::min());
+        comm.all_reduce_into(&local_max, &mut kmax, SystemOperation::max());
+        let mut send_n = vec![0 as Count; size];
+        if kmin <= kmax {
+            let range = (kmax - kmin) as u128 + 1;
+            for i in 0..self.rows {
+                send_n[((self.key(i) - kmin) as u128 * size as u128 / range) as usize] += 1;
             }
-            recs.push(u.first().copied().unwrap_or(0), &u, &f);
         }
-        let got = redistribute_sorted(comm, recs);
-        let r = &got.records;
-        let n = r.len();
-        let mut out = ContactTable::new(n);
-        let (mut ou, mut of) = (0, 0);
-        for c in &self.columns {
+        let mut recv_n = vec![0 as Count; size];
+        comm.all_to_all_into(&send_n[..], &mut recv_n[..]);
+        for c in &mut self.columns {
             let w = c.width;
-            let data = match c.data {
-                ColumnData::F64(_) => {
-                    let v = (0..n).flat_map(|i| r.f_row(i)[of..of + w].to_vec()).collect();
-                    of += w;
-                    ColumnData::F64(v)
-                }
-                ColumnData::U64(_) => {
-                    let v = (0..n).flat_map(|i| r.u_row(i)[ou..ou + w].to_vec()).collect();
-                    ou += w;
-                    ColumnData::U64(v)
-                }
-                ColumnData::U32(_) => {
-                    let v = (0..n).flat_map(|i| r.u_row(i)[ou..ou + w].iter().map(|&x| x as u32).collect::<Vec<_>>()).collect();
-                    ou += w;
-                    ColumnData::U32(v)
-                }
-            };
-            out.columns.push(Column { name: c.name.clone(), width: w, data });
+            match &mut c.data {
+                ColumnData::U64(v) => *v = alltoallv(comm, &std::mem::take(v), &send_n, &recv_n, w),
+                ColumnData::U32(v) => *v = alltoallv(comm, &std::mem::take(v), &send_n, &recv_n, w),
+                ColumnData::F64(v) => *v = alltoallv(comm, &std::mem::take(v), &send_n, &recv_n, w),
+            }
         }
-        (out, got.offset, got.total)
+        self.rows = recv_n.iter().sum::<Count>() as usize;
+        let mut order: Vec<usize> = (0..self.rows).collect();
+        order.sort_by(|&i, &j| self.cmp_rows(i, j));
+        self.permute(&order);
+        let n = self.rows as u64;
+        let mut counts = vec![0u64; size];
+        comm.all_gather_into(&n, &mut counts[..]);
+        let rank = comm.rank() as usize;
+        (self, counts[..rank].iter().sum(), counts.iter().sum())
     }
+}
+
+/// Rows `order[0], order[1], …` of `width` values each.
+fn gather<T: Copy>(v: &[T], order: &[usize], width: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(order.len() * width);
+    order.iter().for_each(|&i| out.extend_from_slice(&v[i * width..(i + 1) * width]));
+    out
 }

@@ -49,6 +49,7 @@ pub fn migrate(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize
         k += 1;
         !leaving[k - 1]
     });
+    bodies.reserve_exact(received.len());
     for i in 0..received.len() {
         bodies.push(body_from_row(&received, i));
     }
@@ -111,6 +112,7 @@ pub fn borders(
         sends,
     };
     let (ghosts, index) = send_ghosts(comm, bodies, &layout);
+    bodies.reserve_exact(ghosts.len());
     for i in 0..ghosts.len() {
         bodies.push(body_from_row(&ghosts, i));
     }

@@ -28,6 +28,11 @@ impl FlatRecords {
         Self { n_u, n_f, ..Default::default() }
     }
 
+    /// No records, room for `n` without growing (large outputs: no slack).
+    pub fn with_capacity(n_u: usize, n_f: usize, n: usize) -> Self {
+        Self { n_u, n_f, keys: Vec::with_capacity(n), u: Vec::with_capacity(n * n_u), f: Vec::with_capacity(n * n_f) }
+    }
+
     /// Number of records.
     pub fn len(&self) -> usize {
         self.keys.len()
@@ -72,38 +77,50 @@ impl FlatRecords {
     pub fn sort(&mut self) {
         let mut idx: Vec<usize> = (0..self.len()).collect();
         idx.sort_by(|&a, &b| self.cmp_rows(a, b));
-        let mut out = FlatRecords::new(self.n_u, self.n_f);
-        out.keys.reserve(self.len());
-        out.u.reserve(self.u.len());
-        out.f.reserve(self.f.len());
-        for i in idx {
-            out.push(self.keys[i], self.u_row(i), self.f_row(i));
-        }
-        *self = out;
+        self.permute(&idx);
+    }
+
+    /// Reorders the records so that record `order[k]` becomes record `k`,
+    /// one array at a time: at most one array is held twice.
+    pub fn permute(&mut self, order: &[usize]) {
+        self.keys = order.iter().map(|&i| self.keys[i]).collect();
+        let mut u = Vec::with_capacity(order.len() * self.n_u);
+        order.iter().for_each(|&i| u.extend_from_slice(self.u_row(i)));
+        self.u = u;
+        let mut f = Vec::with_capacity(order.len() * self.n_f);
+        order.iter().for_each(|&i| f.extend_from_slice(self.f_row(i)));
+        self.f = f;
     }
 }
 
 /// Sends record `i` to rank `dest[i]` (collective); returns what this rank
-/// received, in rank order.
+/// received, in rank order. The send buffers are built and sent one array
+/// at a time, so only one array is held twice.
 pub fn send_to<C: Communicator>(comm: &C, recs: &FlatRecords, dest: &[usize]) -> FlatRecords {
     let size = comm.size() as usize;
     let mut order: Vec<usize> = (0..recs.len()).collect();
     order.sort_by_key(|&i| dest[i]);
     let mut send_n = vec![0 as Count; size];
-    let mut sorted = FlatRecords::new(recs.n_u, recs.n_f);
-    for &i in &order {
-        send_n[dest[i]] += 1;
-        sorted.push(recs.keys[i], recs.u_row(i), recs.f_row(i));
+    for &d in dest {
+        send_n[d] += 1;
     }
     let mut recv_n = vec![0 as Count; size];
     comm.all_to_all_into(&send_n[..], &mut recv_n[..]);
-    FlatRecords {
-        n_u: recs.n_u,
-        n_f: recs.n_f,
-        keys: alltoallv(comm, &sorted.keys, &send_n, &recv_n, 1),
-        u: alltoallv(comm, &sorted.u, &send_n, &recv_n, recs.n_u),
-        f: alltoallv(comm, &sorted.f, &send_n, &recv_n, recs.n_f),
-    }
+    let keys = {
+        let s: Vec<u64> = order.iter().map(|&i| recs.keys[i]).collect();
+        alltoallv(comm, &s, &send_n, &recv_n, 1)
+    };
+    let u = {
+        let mut s = Vec::with_capacity(order.len() * recs.n_u);
+        order.iter().for_each(|&i| s.extend_from_slice(recs.u_row(i)));
+        alltoallv(comm, &s, &send_n, &recv_n, recs.n_u)
+    };
+    let f = {
+        let mut s = Vec::with_capacity(order.len() * recs.n_f);
+        order.iter().for_each(|&i| s.extend_from_slice(recs.f_row(i)));
+        alltoallv(comm, &s, &send_n, &recv_n, recs.n_f)
+    };
+    FlatRecords { n_u: recs.n_u, n_f: recs.n_f, keys, u, f }
 }
 
 
