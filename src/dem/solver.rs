@@ -642,7 +642,7 @@ impl Solver for DemSolver {
         let n = ctx.layout.n_owned;
         let g = ctx.scene.simulation.gravity;
         self.sync_accelerations(ctx.comm, bodies, n, &g);
-        let law = NormalLaw::new(d.eps1, d.n1, d.n2, d.gbar, d.f);
+        let law = NormalLaw::new(d.eps1, d.n1, d.n2, d.gbar, d.f).with_damping_cap(d.damping_cap);
         let elements = elements(ctx, bodies);
         let tangentials = self.tangential_elements(ctx, bodies, &elements);
         let mut dt = self.dt.min(d.dt_max).min(ctx.dt);
