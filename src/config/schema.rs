@@ -143,6 +143,8 @@ pub struct DemCfg {
     pub n2: Option<f64>,
     /// Normal damping ratio ζ (default 0).
     pub damping: Option<f64>,
+    /// Cap κ of the damping force, f_d ≤ κ f_n (default: none, eq 53 only).
+    pub damping_cap: Option<f64>,
     /// Tangential penalty ε_t (default: the normal stiffness at the switch).
     pub eps_t: Option<f64>,
     /// Tangential damping ratio ζ_t: c_t = 2 ζ_t √(ε_t m) of eq 54 (default 0).

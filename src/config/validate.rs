@@ -350,6 +350,7 @@ fn dem_settings(
     let weight = m_max * sim.gravity.norm().max(1.0);
     let eps1 = opt("dem.eps1", d.eps1, 100.0 * weight / (gbar * (1.0 - f)).powf(n1))?;
     let damping = c.non_negative("dem.damping", d.damping.unwrap_or(0.0))?;
+    let damping_cap = d.damping_cap.map(|k| c.non_negative("dem.damping_cap", k)).transpose()?.unwrap_or(f64::INFINITY);
     let k_switch = eps1 * n1 * (gbar * (1.0 - f)).powf(n1 - 1.0);
     let eps_t = opt("dem.eps_t", d.eps_t, k_switch)?;
     let damping_t = c.non_negative("dem.damping_t", d.damping_t.unwrap_or(0.0))?;
@@ -385,6 +386,7 @@ fn dem_settings(
         n1,
         n2,
         damping,
+        damping_cap,
         eps_t,
         damping_t,
         beta,

@@ -23,6 +23,9 @@ pub struct NormalLaw {
     pub eps2: f64,
     /// c₂ (eq 51).
     pub c2: f64,
+    /// Largest damping force as a multiple κ of the elastic one
+    /// (`[dem] damping_cap`; ∞: eq 53 alone). See [`normal_total`].
+    pub damping_cap: f64,
 }
 
 impl NormalLaw {
@@ -31,7 +34,12 @@ impl NormalLaw {
         let gs = f * gbar;
         let eps2 = -eps1 * n1 * (gbar - gs).powf(n1 - 1.0) / (n2 * gs.powf(n2 - 1.0));
         let c2 = eps1 * (gbar - gs).powf(n1) - eps2 * gs.powf(n2);
-        Self { eps1, n1, n2, gbar, gswitch: gs, eps2, c2 }
+        Self { eps1, n1, n2, gbar, gswitch: gs, eps2, c2, damping_cap: f64::INFINITY }
+    }
+
+    /// The same law with the damping force capped at κ f_n (see [`normal_total`]).
+    pub fn with_damping_cap(self, kappa: f64) -> Self {
+        Self { damping_cap: kappa, ..self }
     }
 
     /// Normal force magnitude f_n(g) ≥ 0 (repulsive). Infinite for g ≤ 0.
@@ -103,8 +111,17 @@ pub fn damping(law: &NormalLaw, zeta: f64, m_eff: f64, g: f64, gdot: f64) -> (f6
     (-c * gdot, -dc * gdot, -c)
 }
 
-/// Total normal force with the clamp of eq 53 (never tensile): returns
-/// (F, ∂F/∂g, ∂F/∂ġ) with F = max(f_n + f_d, 0).
+/// Total normal force with the clamp of eq 53 (never tensile) and the
+/// optional cap f_d ≤ κ f_n: returns (F, ∂F/∂g, ∂F/∂ġ) with
+/// F = f_n + clamp(f_d, −f_n, κ f_n).
+///
+/// Why the cap: for n₁ = 1 the stiffness −f_n' jumps from 0 to ε₁ at ḡ, so
+/// eq 52's damping force 2ζ√(ε₁ m)|ġ| appears at full size the moment an
+/// approaching contact activates: the residual is discontinuous there and
+/// Newton cycles between "active, pushed back" and "inactive, falling in"
+/// (a dropped pyramid took 36 Newton iterations per step and Δt ≈ 1e-5 s).
+/// Capped, F is continuous (f_n → 0 at ḡ); vibrations about a rest state
+/// of amplitude below κ/(2ζ) of its approach keep eq 52's damping exactly.
 pub fn normal_total(law: &NormalLaw, zeta: f64, m_eff: f64, g: f64, gdot: f64) -> (f64, f64, f64) {
     let fnn = law.force(g);
     if fnn == 0.0 {
@@ -114,6 +131,8 @@ pub fn normal_total(law: &NormalLaw, zeta: f64, m_eff: f64, g: f64, gdot: f64) -
     let f = fnn + fd;
     if f <= 0.0 {
         (0.0, 0.0, 0.0)
+    } else if fd > law.damping_cap * fnn {
+        ((1.0 + law.damping_cap) * fnn, (1.0 + law.damping_cap) * law.slope(g), 0.0)
     } else {
         (f, law.slope(g) + dfd_g, dfd_gdot)
     }
@@ -253,6 +272,29 @@ mod tests {
                 assert!(rel(l.inverse(l.force(g)), g) < 1e-10);
             }
         }
+    }
+
+    #[test]
+    fn capped_damping_is_continuous_at_activation_and_exact_below_the_cap() {
+        // Hookean n₁ = 1: without the cap an approaching contact's force
+        // jumps at ḡ by 2ζ√(ε₁ m)|ġ|; with it, F → 0 as g → ḡ.
+        let plain = NormalLaw::new(3.0e4, 1.0, -2.0, 1e-3, 0.5);
+        let capped = plain.with_damping_cap(1.0);
+        let (zeta, m, approach) = (1.0, 2.0, -0.1);
+        let below = plain.gbar * (1.0 - 1e-9);
+        assert!(normal_total(&plain, zeta, m, below, approach).0 > 0.5 * 2.0 * (3.0e4 * m).sqrt() * 0.1);
+        let f = normal_total(&capped, zeta, m, below, approach).0;
+        assert!(f <= 2.0 * plain.force(below) * (1.0 + 1e-12), "{f}");
+        // Capped regime: F = (1 + κ) f_n, its derivatives by differences.
+        let g = 0.9 * plain.gbar;
+        let (f, dg, dgd) = normal_total(&capped, zeta, m, g, approach);
+        assert!(rel(f, 2.0 * plain.force(g)) < 1e-12 && dgd == 0.0);
+        let h = 1e-6 * g;
+        let fdg = (normal_total(&capped, zeta, m, g + h, approach).0 - normal_total(&capped, zeta, m, g - h, approach).0) / (2.0 * h);
+        assert!(rel(dg, fdg) < 1e-6, "{dg} vs {fdg}");
+        // Below the cap (slow approach) the force is eq 52's exactly.
+        let slow = -1e-6;
+        assert_eq!(normal_total(&capped, zeta, m, g, slow), normal_total(&plain, zeta, m, g, slow));
     }
 
     #[test]

@@ -253,6 +253,8 @@ pub struct DemSettings {
     pub n1: f64,
     pub n2: f64,
     pub damping: f64,
+    /// κ of f_d ≤ κ f_n (∞: none).
+    pub damping_cap: f64,
     pub eps_t: f64,
     /// Tangential damping ratio ζ_t (c_t = 2 ζ_t √(ε_t m_eff)).
     pub damping_t: f64,
