@@ -138,25 +138,23 @@ fn trial_sums(xn: &[f64], nxn: &[f64], y: &[f64], ny: &[f64], x: &[f64], p: &[f6
         let d = xn - y;
         [d * (nxn - ny), d * d, (ny + p) * (xn - x), xn.min(nxn + p).abs() * act]
     }
+    #[inline(always)]
+    fn add(a: &mut [f64; 4], t: [f64; 4]) {
+        a[0] += t[0];
+        a[1] += t[1];
+        a[2] += t[2];
+        a[3] = if t[3] > a[3] { t[3] } else { a[3] };
+    }
     let mut acc = [[0.0f64; 4]; L];
     let full = n - n % L;
     for c in (0..full).step_by(L) {
         for (l, a) in acc.iter_mut().enumerate() {
             let k = c + l;
-            let t = terms(xn[k], nxn[k], y[k], ny[k], x[k], p[k], act[k]);
-            a[0] += t[0];
-            a[1] += t[1];
-            a[2] += t[2];
-            a[3] = if t[3] > a[3] { t[3] } else { a[3] };
+            add(a, terms(xn[k], nxn[k], y[k], ny[k], x[k], p[k], act[k]));
         }
     }
     for k in full..n {
-        let t = terms(xn[k], nxn[k], y[k], ny[k], x[k], p[k], act[k]);
-        let a = &mut acc[0];
-        a[0] += t[0];
-        a[1] += t[1];
-        a[2] += t[2];
-        a[3] = if t[3] > a[3] { t[3] } else { a[3] };
+        add(&mut acc[0], terms(xn[k], nxn[k], y[k], ny[k], x[k], p[k], act[k]));
     }
     let sum = |j: usize| acc.iter().map(|a| a[j]).sum::<f64>();
     ([sum(0), sum(1), sum(2)], acc.iter().fold(0.0, |m, a| m.max(a[3])))

@@ -238,18 +238,6 @@ impl ContactOperator {
         Ok(x)
     }
 
-    /// `w = M⁻¹ u` on the owned bodies (local 6×6 blocks).
-    pub fn apply_minv(&self, u: &Vector, w: &mut Vector) -> Result<()> {
-        let uv = u.view()?;
-        let mut wv = w.view_mut()?;
-        for i in 0..self.n_owned {
-            let ui = Vector6::from_column_slice(&uv[6 * i..6 * i + 6]);
-            let wi = self.minv[i] * ui;
-            wv[6 * i..6 * i + 6].copy_from_slice(wi.as_slice());
-        }
-        Ok(())
-    }
-
     /// `out = N f = Δt B M⁻¹ Bᵀ f`. Collective.
     pub fn apply_n(&mut self, f: &Vector, out: &mut Vector) -> Result<()> {
         self.b.mult_transpose(f, &mut self.u)?;
