@@ -13,7 +13,7 @@
 //! - `--start zero`: Newton from u = 0 instead of the bilateral solve.
 use mpi::traits::*;
 use stiffgrain::cd::{apgd, operator::ContactOperator, rhs};
-use stiffgrain::compat::{dual::Dual, dual_apgd, newton, relative_stiffness, solve as solve_al};
+use stiffgrain::compat::{dual::Dual, dual_apgd, leave_out_open, newton, relative_stiffness, solve as solve_al};
 use stiffgrain::world::World as Sim;
 use stiffgrain::parallel;
 use stiffgrain::petsc::{self, NormType, Vector};
@@ -77,7 +77,13 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let p = rhs(&op, scene, &sim.bodies, &sim.contacts, 0.0, dt)?;
     let mut f_cd = op.contact_vec()?;
     apgd::apgd(world, &mut op, &p, &mut f_cd, scene.solver.tolerance, scene.solver.max_iterations)?;
-    let k = relative_stiffness(scene, &sim.bodies, &sim.contacts);
+    let mut k = relative_stiffness(scene, &sim.bodies, &sim.contacts);
+    // As compatible-cd does: contacts CD leaves open are not truss bars.
+    let thr = apgd::threshold(&p, scene.solver.tolerance)?;
+    let open = leave_out_open(world, &mut op, &f_cd, &p, thr, &mut k)?;
+    if world.rank() == 0 && open > 0 {
+        println!("open_contacts={open}");
+    }
     let set = &scene.compat;
     let contacts = parallel::sum_u64(world, sim.contacts.len() as u64);
     let mut reference: Option<Vec<f64>> = None;

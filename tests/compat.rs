@@ -141,6 +141,27 @@ fn beam_stiff_middle_gives_2_6_2() {
     }
 }
 
+/// The uniform beam with its middle support lowered by 0.1 R, within the
+/// contact distance: that contact is detected but never closes, so the
+/// beam rests on the end supports, 5 and 5 (statics), and the open contact
+/// carries nothing. As a zero-gap truss bar it would take a third.
+#[test]
+fn a_contact_cd_leaves_open_carries_no_compatible_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = cfg_text("beam-uniform-compat").replace("position = [0.5, 0.0, 0.0]", "position = [0.5, -0.005, 0.0]") + "\n[contact]\ndistance = 0.02\n";
+    assert!(text.contains("-0.005"));
+    for compat in ["newton", "apgd", "augmented-lagrangian"] {
+        let out = run(dir.path(), compat, &with_compat(&text, compat), 1);
+        let f = supports(&out);
+        for (x, want) in f.iter().zip([5.0, 5.0, 0.0]) {
+            assert!((x - want).abs() < 1e-6, "{compat}: {f:?} vs [5, 5, 0]");
+        }
+        // The middle contact is in the list (the test is not trivial).
+        let fr = last_frame(&out);
+        assert_eq!(fr.contacts.len(), 3, "{compat}: the lowered support's contact is not detected");
+    }
+}
+
 /// The beam with its centre of mass at x = 0.6 (platform 1.3 long, weight
 /// 10) on supports at x = 0, 0.5, 1, uniform k̃. The platform is rigid: the
 /// approach at support i is δ_i = A + B x_i, f_i = δ_i^{p−1} (k̃ = 1 and

@@ -127,9 +127,9 @@ pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Cont
 }
 
 /// A post-process run after the CD solve of a step, before the bodies move:
-/// given B (in `op`), the CD forces and the bodies at the start of the step,
-/// it returns a normal force per local contact (compatible-cd).
-pub type PostProcess<'a> = dyn FnMut(&mut ContactOperator, &Vector, &Bodies) -> Result<Vec<f64>, SolverError> + 'a;
+/// given B (in `op`), the CD forces, p of eq 20 and the bodies at the start
+/// of the step, it returns a normal force per local contact (compatible-cd).
+pub type PostProcess<'a> = dyn FnMut(&mut ContactOperator, &Vector, &Vector, &Bodies) -> Result<Vec<f64>, SolverError> + 'a;
 
 impl Solver for CdSolver {
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError> {
@@ -217,7 +217,7 @@ impl CdSolver {
             iterations = res.iterations;
             f_local = f.view()?.to_vec();
             if let Some(post) = post.as_mut() {
-                compatible = post(&mut op, &f, bodies)?;
+                compatible = post(&mut op, &f, &p, bodies)?;
             }
             let mut u = op.body_vec()?;
             op.b.mult_transpose(&f, &mut u)?;

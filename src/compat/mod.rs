@@ -11,7 +11,8 @@
 //! with F̃ = M(v⁺ − v)/Δt − F_ext (eq 37). With CD's update
 //! v⁺ = v + Δt M⁻¹(Bᵀ f_CD + F_ext), F̃ = Bᵀ f_CD exactly on the free DOFs
 //! (B has no entries on fixed bodies or masked DOFs, Γ_D), so F̃ is computed
-//! that way and f_CD is a feasible warm start.
+//! that way and f_CD is a feasible warm start. The truss is made of the
+//! contacts closed at the end of the step ([`leave_out_open`]).
 //!
 //! `method = "newton"` (default, [`newton`]) and `"apgd"` ([`dual_apgd`])
 //! solve the dual of eq 36 over the body displacements ([`dual`]), an
@@ -116,9 +117,12 @@ impl Solver for CompatibleCdSolver {
         let stats = &mut self.stats;
         let warm = &mut self.warm;
         let before = stats.seconds;
-        let mut post = |op: &mut ContactOperator, f: &Vector, b: &Bodies| -> std::result::Result<Vec<f64>, SolverError> {
-            let k = relative_stiffness(ctx.scene, b, ctx.contacts);
+        let mut post = |op: &mut ContactOperator, f: &Vector, p: &Vector, b: &Bodies| -> std::result::Result<Vec<f64>, SolverError> {
             let t0 = std::time::Instant::now();
+            let mut k = relative_stiffness(ctx.scene, b, ctx.contacts);
+            let thr = crate::cd::apgd::threshold(p, ctx.scene.solver.tolerance)?;
+            let open = leave_out_open(ctx.comm, op, f, p, thr, &mut k)?;
+            log::debug!("step {}: compatibility leaves out {open} contacts CD left open", ctx.step);
             let res = match set.method {
                 CompatMethod::AugmentedLagrangian => solve(ctx.comm, op, f, &k, set)?,
                 _ => {
@@ -175,6 +179,32 @@ impl Solver for CompatibleCdSolver {
     fn reaction_normals(&self) -> Option<&[f64]> {
         (!self.f_compatible.is_empty()).then_some(&self.f_compatible[..])
     }
+}
+
+/// A contact CD leaves open counts as open when its end-of-step gap rate
+/// Φ/Δt + B v⁺ = (N f + p)_i exceeds this many times CD's stopping
+/// threshold (so closure within CD's own accuracy still counts as closed).
+pub const OPEN_FACTOR: f64 = 10.0;
+
+/// Leaves the contacts that CD leaves open (f_i = 0 and (N f + p)_i >
+/// [`OPEN_FACTOR`] · `thr`) out of eq 36 by zeroing their k̃: as zero-gap
+/// truss bars they would carry force across a gap that, in the rigid limit
+/// of a stiff DEM, never closes. Contacts within `contact.distance` but
+/// apart are most of a random pack's list (55 % of a poured 10^4-sphere
+/// pack), and with them the truss is the wrong one. Returns how many were
+/// left out on all ranks. Collective.
+pub fn leave_out_open(comm: &Comm, op: &mut ContactOperator, f_cd: &Vector, p: &Vector, thr: f64, k: &mut [f64]) -> Result<u64> {
+    let mut nf = op.contact_vec()?;
+    op.apply_n(f_cd, &mut nf)?;
+    let (fv, nv, pv) = (f_cd.view()?, nf.view()?, p.view()?);
+    let mut open = 0u64;
+    for (i, ki) in k.iter_mut().enumerate() {
+        if fv[i] <= 0.0 && nv[i] + pv[i] > OPEN_FACTOR * thr && *ki != 0.0 {
+            *ki = 0.0;
+            open += 1;
+        }
+    }
+    Ok(crate::parallel::sum_u64(comm, open))
 }
 
 /// Relative stiffness k̃ of every contact ([`Scene::pair_stiffness`]).
@@ -288,7 +318,8 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, f_cd: &Vector, k: &[f64], se
     // w*(f) = a f^q / q with q = p/(p−1), a = k̃^{1/(1−p)}; ∇w* = a f^{q−1}.
     let p = set.p;
     let q = p / (p - 1.0);
-    let a: Vec<f64> = k.iter().map(|&k| k.powf(1.0 / (1.0 - p))).collect();
+    // k̃ = 0: a contact left out (held at f = 0 by the projection below).
+    let a: Vec<f64> = k.iter().map(|&k| if k > 0.0 { k.powf(1.0 / (1.0 - p)) } else { 0.0 }).collect();
     let mut x = f_cd.try_clone()?;
     x.scale(1.0 / scale)?;
     let mut lambda = op.body_vec()?;
@@ -300,7 +331,7 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, f_cd: &Vector, k: &[f64], se
     let mut feas_prev = f64::INFINITY;
     let (mut outer, mut inner) = (0u32, 0u64);
     let (mut feasibility, mut optimality, mut converged) = (f64::INFINITY, f64::INFINITY, false);
-    let active = op.active.clone();
+    let active: Vec<bool> = op.active.iter().zip(k).map(|(&on, &k)| on && k > 0.0).collect();
     let project = |v: &mut Vector| -> Result<()> {
         let mut vv = v.view_mut()?;
         for (x, &on) in vv.iter_mut().zip(&active) {
