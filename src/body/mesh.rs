@@ -177,9 +177,9 @@ impl TriMesh {
             }
         }
         // The four truncation triangles, facing away from the arms (−d_j).
-        for j in 0..4 {
+        for (j, dj) in d.iter().enumerate() {
             let ids: Vec<u32> = core.iter().filter(|c| c.0 == j).map(|c| c.2).collect();
-            push(&vertices, [ids[0], ids[1], ids[2]], -d[j], &mut triangles);
+            push(&vertices, [ids[0], ids[1], ids[2]], -dj, &mut triangles);
         }
         for (i, &di) in d.iter().enumerate() {
             let u = di.cross(&Vector3::x()).normalize();

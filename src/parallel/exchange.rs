@@ -35,12 +35,12 @@ pub fn migrate(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize
     let mut out = FlatRecords::new(BODY_NU, BODY_NF);
     let mut dest = Vec::new();
     let mut leaving = vec![false; n_owned];
-    for i in 0..n_owned {
+    for (i, leave) in leaving.iter_mut().enumerate() {
         let r = domain.owner(&bodies.position[i]);
         if r != me {
             push_body(&mut out, bodies, i);
             dest.push(r);
-            leaving[i] = true;
+            *leave = true;
         }
     }
     let received = send_to(comm, &out, &dest);

@@ -71,6 +71,9 @@ impl SplitMix64 {
     }
 }
 
+/// Positions and velocities of generated bodies.
+type PositionsVelocities = (Vec<Vector3<f64>>, Vec<Vector3<f64>>);
+
 /// Random sequential addition of `count` bodies of bounding radius `r` with
 /// surface gaps of at least `gap` inside [lo, hi]. In 2D the bodies lie in
 /// z = 0. Returns positions and velocities (uniform in ±speed per moving
@@ -85,7 +88,7 @@ pub fn random_pack(
     dim: u8,
     seed: u64,
     speed: f64,
-) -> Result<(Vec<Vector3<f64>>, Vec<Vector3<f64>>), u64> {
+) -> Result<PositionsVelocities, u64> {
     let mut rng = SplitMix64::new(seed);
     let d = 2.0 * r + gap;
     let cell = |p: &Vector3<f64>| [(p.x / d).floor() as i64, (p.y / d).floor() as i64, (p.z / d).floor() as i64];
