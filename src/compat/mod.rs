@@ -73,8 +73,8 @@ pub struct CompatibleCdSolver {
     warm: Option<WarmStart>,
 }
 
-/// The last dual solve's displacements, reused when the contact set is
-/// the same (per rank; every rank must agree).
+/// The last dual solve's displacements, reused when the truss (the
+/// contacts not left out) is the same (per rank; every rank must agree).
 pub struct WarmStart {
     keys: Vec<ContactKey>,
     /// Scaled u of each owned body by id.
@@ -228,7 +228,7 @@ pub struct CompatResult {
 
 /// Solves eq 36 through its dual (`set.method` newton or apgd) for the
 /// contacts of `op` with F̃ = Bᵀ `f_cd`, from the displacements in `warm`
-/// when the contact set is the one of that solve (returned flag), else from
+/// when the truss is the one of that solve (returned flag), else from
 /// the bilateral solve (newton) or zero (apgd); stores the new u in `warm`.
 /// Collective.
 #[allow(clippy::too_many_arguments)]
@@ -251,8 +251,9 @@ pub fn solve_dual(
         *warm = None;
         return Ok((CompatResult { f: vec![0.0; n], converged: true, ..Default::default() }, false));
     }
-    let keys: Vec<ContactKey> = (0..n).map(|i| contacts.key(i)).collect();
-    // Warm start: same contacts on every rank, every owned body known.
+    // The truss bars (contacts left out have k̃ = 0).
+    let keys: Vec<ContactKey> = (0..n).filter(|&i| k[i] > 0.0).map(|i| contacts.key(i)).collect();
+    // Warm start: same bars on every rank, every owned body known.
     let same = warm.as_ref().is_some_and(|w| w.keys == keys && w.p == set.p && (0..op.n_owned).all(|i| w.u.contains_key(&bodies.id[i])));
     let u0 = if crate::parallel::all_ok(comm, same) {
         let w = warm.as_ref().expect("checked above");
