@@ -29,6 +29,12 @@
 //!   first-level builds (expected velocity × Δt × steps between builds), and
 //!   the entity lists spend the same budget on relative motion including
 //!   rotation × radius.
+//! - **Depth.** `inflation` is the reach of the evaluation,
+//!   [`super::DetectParams::mesh_reach`]: the contact distance plus the skin
+//!   by default, less for a solver that drops closed mesh pairs (the DEM).
+//!   A list built with cut-off `C` holds every pair within `reach` while the
+//!   relative motion is at most `C − reach`, so a list built for a smaller
+//!   reach is rebuilt when the reach grows (a widened contact distance).
 //! - Lists are keyed by the body ids (smaller first); a list unused since the
 //!   previous first-level build is dropped at the next one.
 //! - Sphere–mesh and mesh–wall keep their direct search: the closest-feature
@@ -52,6 +58,8 @@ struct PairList {
     x_b: Vector3<f64>,
     q_a: UnitQuaternion<f64>,
     q_b: UnitQuaternion<f64>,
+    /// The cut-off it was built with.
+    cutoff: f64,
     /// First-level build during which the list was last used.
     epoch: u64,
 }
@@ -102,21 +110,40 @@ fn aabb_of(points: &[Vector3<f64>]) -> Aabb {
 
 /// Vertices, edges and faces of `m` whose boxes come within `reach` of
 /// `centre` (the other body's bounding sphere grown by the cut-off), each
-/// with its world bounding box.
+/// with its world bounding box. A first cull in the body frame (one
+/// transform of `centre`) drops the entities farther than `reach` from it
+/// before any world box is made: none of them can be within the cut-off of
+/// the other body (it lies inside its bounding sphere), so the pairs built
+/// are the same.
 fn near(m: &PosedMesh, centre: &Vector3<f64>, reach: f64) -> [Vec<Near>; 3] {
     let f = m.features;
+    let c = m.pose.orientation.inverse_transform_vector(&(centre - m.pose.position));
+    // Rounding slack of the body-frame distances against the world ones.
+    let r = reach * (1.0 + 1e-9) + 1e-12 * (f.bounding_radius + centre.norm() + m.pose.position.norm());
+    let r2 = r * r;
+    let v = |k: u32| &m.mesh.vertices[k as usize];
     let within = |b: &Aabb| b.intersects_sphere(centre, reach);
     let verts = (0..m.mesh.vertices.len() as u32)
-        .filter(|&v| f.is_real_vertex(v))
-        .map(|v| (v, aabb_of(&[*m.vertex(v)])))
+        .filter(|&k| f.is_real_vertex(k) && (v(k) - c).norm_squared() <= r2)
+        .map(|k| (k, aabb_of(&[*m.vertex(k)])))
         .filter(|(_, b)| within(b))
         .collect();
     let edges = (0..f.edges.len() as u32)
-        .filter(|&e| f.is_real_edge(e))
+        .filter(|&e| {
+            let [i, j] = f.edges[e as usize];
+            f.is_real_edge(e) && point_segment_distance_squared(&c, v(i), v(j)) <= r2
+        })
         .map(|e| (e, aabb_of(&m.edge_ends(e))))
         .filter(|(_, b)| within(b))
         .collect();
-    let faces = (0..m.mesh.triangles.len() as u32).map(|t| (t, aabb_of(&m.triangle(t)))).filter(|(_, b)| within(b)).collect();
+    let faces = (0..m.mesh.triangles.len() as u32)
+        .filter(|&t| {
+            let (s, rs) = f.triangle_spheres[t as usize];
+            (s - c).norm() <= r + rs
+        })
+        .map(|t| (t, aabb_of(&m.triangle(t))))
+        .filter(|(_, b)| within(b))
+        .collect();
     [verts, edges, faces]
 }
 
@@ -201,7 +228,8 @@ impl EntityLists {
 
     /// The entity list of the body pair `(a, b)` (`a` the smaller id), built
     /// with cut-off `inflation + budget` when missing or when the relative
-    /// motion since its build exceeds `budget`. `epoch` is the current
+    /// motion since its build exceeds its cut-off less `inflation` (`budget`
+    /// for a list built at this `inflation`). `epoch` is the current
     /// first-level build count. Also hands out the pose buffers.
     #[allow(clippy::too_many_arguments)]
     pub fn get(
@@ -218,14 +246,15 @@ impl EntityLists {
     ) -> (&EntityPairs, &mut [PoseScratch; 2]) {
         debug_assert!(a.id < b.id, "entity lists are keyed with the smaller id first");
         let (ra, rb) = (fa.bounding_radius, fb.bounding_radius);
-        let valid = |l: &PairList| relative_motion(a, ra, b, rb, &l.x_a, &l.q_a, &l.x_b, &l.q_b) <= budget;
+        let valid = |l: &PairList| relative_motion(a, ra, b, rb, &l.x_a, &l.q_a, &l.x_b, &l.q_b) <= l.cutoff - inflation;
         let entry = self.lists.entry((a.id, b.id));
         let list = match entry {
             std::collections::hash_map::Entry::Occupied(o) if valid(o.get()) => o.into_mut(),
             e => {
                 self.builds += 1;
-                let pairs = build_pairs(&PosedMesh::new(a, mesh_a, fa), &PosedMesh::new(b, mesh_b, fb), inflation + budget);
-                let l = PairList { pairs, x_a: a.position, x_b: b.position, q_a: a.orientation, q_b: b.orientation, epoch };
+                let cutoff = inflation + budget;
+                let pairs = build_pairs(&PosedMesh::new(a, mesh_a, fa), &PosedMesh::new(b, mesh_b, fb), cutoff);
+                let l = PairList { pairs, x_a: a.position, x_b: b.position, q_a: a.orientation, q_b: b.orientation, cutoff, epoch };
                 match e {
                     std::collections::hash_map::Entry::Occupied(mut o) => {
                         o.insert(l);
@@ -289,6 +318,34 @@ mod tests {
         // Small angles stay accurate (no acos).
         let tiny = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 1e-9);
         assert_relative_eq!(angle(&tiny), 1e-9, max_relative = 1e-12);
+    }
+
+    /// A list serves any reach up to its cut-off less the motion since its
+    /// build: a smaller reach reuses it, a larger one (a widened contact
+    /// distance) rebuilds it with the larger cut-off.
+    #[test]
+    fn a_list_is_rebuilt_when_the_reach_outgrows_its_cutoff() {
+        let tet = TriMesh::tetrapod(1.0, 0.25, 8);
+        let f = MeshFeatures::new(&tet);
+        let q = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 0.4);
+        let (pa, pb) = (pose(0, Vector3::zeros(), q), pose(1, Vector3::new(1.3, 0.2, 0.1), UnitQuaternion::identity()));
+        let mut lists = EntityLists::new();
+        let budget = 0.05;
+        let n = |l: &mut EntityLists, reach: f64| l.get(&pa, &tet, &f, &pb, &tet, &f, reach, budget, 1).0.clone();
+        let at = |cutoff: f64| build_pairs(&PosedMesh::new(&pa, &tet, &f), &PosedMesh::new(&pb, &tet, &f), cutoff);
+        assert_eq!(n(&mut lists, 0.1), at(0.15));
+        assert_eq!(lists.builds(), 1);
+        // Smaller reach, no motion: the list (a superset) is reused.
+        assert_eq!(n(&mut lists, 0.02), at(0.15));
+        assert_eq!(lists.builds(), 1);
+        // A reach up to the cut-off is still covered at zero motion.
+        n(&mut lists, 0.15);
+        assert_eq!(lists.builds(), 1);
+        // Beyond it: rebuilt with reach + budget.
+        let p = n(&mut lists, 0.2);
+        assert_eq!(lists.builds(), 2);
+        assert_eq!(p, at(0.25));
+        assert!(p.len() > at(0.15).len(), "the wider list holds more pairs");
     }
 
     /// All real entity pairs within `cutoff`, no culling.

@@ -14,6 +14,7 @@ use crate::body::{Bodies, Shape};
 use super::night_owl::{self, MAX_NIGHT_OWL_REDOS, PENETRATION_FLOOR};
 use crate::contact::{ContactKey, WALL_ID_BASE, WALL_INDEX};
 use crate::io::SolverState;
+use crate::scene::DemClosedDepth;
 use crate::parallel::exchange::forward_values;
 use crate::parallel::records::{ask_all, FlatRecords};
 use crate::parallel::{self, Comm};
@@ -23,6 +24,11 @@ use crate::world::World;
 use mpi::traits::*;
 use nalgebra::Vector3;
 use std::collections::{HashMap, HashSet};
+
+/// `[dem] closed_depth = "step"`: the search after a step seeks closed mesh
+/// pairs down to this factor × twice the step's reach scaled to Δt_max (the
+/// next step's reach may grow by this factor without spurious night owls).
+const CLOSED_DEPTH_MARGIN: f64 = 1.5;
 
 /// Growth factor of Δt after an easy step.
 const GROWTH: f64 = 1.5;
@@ -576,6 +582,15 @@ impl Solver for DemSolver {
         // The search finds the next step's contacts: walls as at its start.
         world.set_time(time + report.dt);
         let floor = PENETRATION_FLOOR * d.f * d.gbar;
+        if d.closed_depth == DemClosedDepth::Step {
+            // A closed mesh pair deeper than `reach` was closed at the step's
+            // start (a projection, no owl): the search need not find it. The
+            // next step's start list (this search) must hold every pair closed
+            // less than twice its reach, else a projection it missed would
+            // show up as an owl; its reach is bounded by this one at Δt_max
+            // with a margin for faster motion.
+            world.params.mesh_depth = Some(CLOSED_DEPTH_MARGIN * 2.0 * reach * (d.dt_max / report.dt).max(1.0));
+        }
         let owls = night_owl::search_after_step(world, &start.bodies, &start.closed, d.gbar, floor, reach);
         let n_owls = night_owl::count(comm, &owls, |_| true);
         if n_owls == 0 {
