@@ -924,9 +924,14 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: bool) -> Res
         d_nnz[i] = (d_nnz[i] + 4).min(nb.max(1));
         o_nnz[i] = (o_nnz[i] + 4).min((total - nb).max(0));
     }
-    let mut jac = Mat::baij(comm, 6, 6 * nb, 6 * nb, 0, &d_nnz, 0, &o_nnz)?;
+    // BAIJ (6×6 blocks: block ILU), or AIJ of block size 6 for GAMG, which
+    // needs a matrix graph PETSc 3.18 makes only of AIJ.
+    let kind = if petsc::options::get("-pc_type")?.as_deref() == Some("gamg") { "aij" } else { "baij" };
+    let mut jac = Mat::blocked(comm, kind, 6, 6 * nb, 6 * nb, &d_nnz, &o_nnz)?;
     jac.set_new_nonzero_allocation_err(false)?;
     let mut x = Vector::mpi(comm, 6 * nb)?;
+    // For `-pc_type gamg`: the rigid motions (ignored by other preconditioners).
+    jac.set_near_null_space(&super::rigid_modes::rigid_modes(comm, prob.bodies, n, &x)?)?;
     x.zero()?;
     let f = x.duplicate()?;
     let fraction = d.gap_fraction;
