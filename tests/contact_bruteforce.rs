@@ -167,7 +167,7 @@ fn assert_conventions(bodies: &Bodies, out: &Contacts) {
     }
 }
 
-const PARAMS: DetectParams = DetectParams { skin: 0.1, contact_distance: 0.05, entity_lists: true };
+const PARAMS: DetectParams = DetectParams { entity_lists: true, ..DetectParams::new(0.1, 0.05) };
 
 #[test]
 fn random_sphere_pack_matches_brute_force() {

@@ -112,7 +112,7 @@ fn kinds(c: &Contacts) -> BTreeMap<(u32, u32), usize> {
     m
 }
 
-const PARAMS: DetectParams = DetectParams { skin: 0.1, contact_distance: 0.05, entity_lists: true };
+const PARAMS: DetectParams = DetectParams { entity_lists: true, ..DetectParams::new(0.1, 0.05) };
 
 #[test]
 fn lists_give_the_exhaustive_contacts_on_random_cubes_and_tetrapods() {
@@ -226,6 +226,56 @@ fn lists_survive_moves_within_the_budget_and_are_rebuilt_beyond_it() {
     assert!(l1 >= 3 && l2 > 0 && total > 40 * 50);
 }
 
+/// The contacts with gap > 0 (what the DEM keeps) and those with gap ≤ 0.
+fn open_and_closed(c: &Contacts) -> (Vec<stiffgrain::contact::Contact>, Vec<stiffgrain::contact::Contact>) {
+    c.iter().partition(|k| k.gap > 0.0)
+}
+
+/// The DEM's closed depth (`mesh_depth`, [`DetectParams::mesh_reach`]) on a
+/// moving pack of crossing cubes and tetrapods: at every step of a
+/// trajectory the open contacts are those of the full depth, bit for bit;
+/// the closed ones are a part of them; lists and the exhaustive search
+/// agree at each depth; and the lists hand far fewer entity pairs to the
+/// narrow phase.
+#[test]
+fn closed_depth_keeps_the_open_contacts_on_a_moving_pack() {
+    let cs = ContactShapes::new(&shapes());
+    let mut rng = Rng(SplitMix64::new(23));
+    let mut b = pack(&mut rng, [4, 4, 3]);
+    let n = b.len();
+    let radius = |b: &Bodies, i: usize| cs.bounding_radius(b.shape[i]);
+    let v: Vec<Vector3<f64>> = (0..n).map(|_| rng.unit_vector() * rng.range(0.0, 0.02)).collect();
+    let w: Vec<Vector3<f64>> = (0..n).map(|i| rng.unit_vector() * rng.range(0.0, 0.02) / radius(&b, i)).collect();
+    let depths = [None, Some(0.0), Some(0.08)];
+    let mut verlets: Vec<VerletList> = depths.iter().map(|_| VerletList::new()).collect();
+    let (mut open_total, mut closed_full, mut closed_shallow) = (0, 0, 0);
+    for step in 0..30 {
+        let mut found = Vec::new();
+        for (d, verlet) in depths.iter().zip(&mut verlets) {
+            let params = DetectParams { mesh_depth: *d, ..PARAMS };
+            let c = listed(&b, &cs, &params, verlet, n);
+            assert_eq!(c, exhaustive(&b, &cs, &params, n), "step {step}, depth {d:?}: lists differ from the exhaustive search");
+            found.push(c);
+        }
+        let (open, closed) = open_and_closed(&found[0]);
+        for (d, c) in depths.iter().zip(&found).skip(1) {
+            let (o, cl) = open_and_closed(c);
+            assert!(o == open, "step {step}, depth {d:?}: the open contacts differ from the full depth's");
+            assert!(cl.iter().all(|k| closed.contains(k)), "step {step}, depth {d:?}: a closed contact the full depth did not find");
+        }
+        (open_total, closed_full, closed_shallow) = (open_total + open.len(), closed_full + closed.len(), closed_shallow + open_and_closed(&found[1]).1.len());
+        for i in 0..n {
+            b.position[i] += v[i];
+            b.orientation[i] = UnitQuaternion::from_scaled_axis(w[i]) * b.orientation[i];
+        }
+    }
+    let evaluated: Vec<u64> = verlets.iter().map(|l| l.entity_lists().evaluated()).collect();
+    eprintln!("30 steps: {open_total} open contacts; closed {closed_full} at full depth, {closed_shallow} at the DEM's; entity pairs evaluated {evaluated:?}");
+    assert!(open_total > 30 * 25, "{open_total} open contacts");
+    assert!(closed_full > closed_shallow + 100, "the full depth should find many more closed pairs: {closed_full} vs {closed_shallow}");
+    assert!(2 * evaluated[1] < evaluated[0], "entity pairs evaluated: {evaluated:?}");
+}
+
 /// (a, b, sub_a, sub_b) -> gap of one frame's contacts.
 type ContactSet = BTreeMap<(u64, u64, u32, u32), f64>;
 
@@ -256,15 +306,44 @@ fn frames(file: &std::path::Path) -> Vec<String> {
 /// overlaps are seen as negative gaps), velocities keep every gap above the barrier's 0.005
 /// for the whole run, so no force acts and the motion is free flight.
 fn drifting_scene(rng: &mut Rng) -> (String, Vec<Vector3<f64>>) {
+    let bodies = placed_lattice(rng, [6, 3, 2], 1.6);
+    let mut text = String::from(DRIFT_HEAD);
+    let mut centres = Vec::new();
+    for i in 0..bodies.len() {
+        // Speeds: each body moves at most 0.25 × 0.04 = 0.01 and turns a
+        // point at radius 0.9 by about 0.25 × 0.04 × 0.9 ≈ 0.009 at most: a
+        // gap closes by about 0.038 at most < 0.05 − 0.005.
+        let v = rng.unit_vector() * rng.range(0.0, 0.25);
+        let w = rng.unit_vector() * rng.range(0.0, 0.25);
+        text += &body_entry(&bodies, i, v, w);
+        centres.push(bodies.position[i]);
+    }
+    (text, centres)
+}
+
+/// A `[[body]]` entry for body `i` of `bodies` with velocity `v`, spin `w`.
+fn body_entry(bodies: &Bodies, i: usize, v: Vector3<f64>, w: Vector3<f64>) -> String {
+    let (x, q) = (bodies.position[i], bodies.orientation[i]);
+    let name = if bodies.shape[i] == 0 { "cube" } else { "tetrapod" };
+    format!(
+        "\n[[body]]\nshape = \"{name}\"\nposition = [{:.17e}, {:.17e}, {:.17e}]\norientation = [{:.17e}, {:.17e}, {:.17e}, {:.17e}]\nvelocity = [{:.17e}, {:.17e}, {:.17e}]\nangular_velocity = [{:.17e}, {:.17e}, {:.17e}]\n",
+        x.x, x.y, x.z, q.w, q.i, q.j, q.k, v.x, v.y, v.z, w.x, w.y, w.z
+    )
+}
+
+/// Cubes and tetrapods on a `n` lattice of spacing `spacing`, orientations
+/// drawn until no pair has a gap below 0.05 (checked with the exhaustive
+/// search and a 0.3 skin, so overlaps are seen as negative gaps).
+fn placed_lattice(rng: &mut Rng, n: [usize; 3], spacing: f64) -> Bodies {
     let shapes = shapes();
     let cs = ContactShapes::new(&shapes);
-    let check = DetectParams { skin: 0.3, contact_distance: 0.05, entity_lists: false };
+    let check = DetectParams { entity_lists: false, ..DetectParams::new(0.3, 0.05) };
     let mut bodies = Bodies::new();
     let mut id = 0;
-    for i in 0..6 {
-        for j in 0..3 {
-            for k in 0..2 {
-                let x = Vector3::new(i as f64, j as f64, k as f64) * 1.6 + rng.unit_vector() * 0.05;
+    for i in 0..n[0] {
+        for j in 0..n[1] {
+            for k in 0..n[2] {
+                let x = Vector3::new(i as f64, j as f64, k as f64) * spacing + rng.unit_vector() * 0.05;
                 let shape = (rng.f64() < 0.5) as u32;
                 for _ in 0..300 {
                     bodies.push(body(id, shape, x, rng.rotation(std::f64::consts::PI)));
@@ -282,9 +361,12 @@ fn drifting_scene(rng: &mut Rng) -> (String, Vec<Vector3<f64>>) {
             }
         }
     }
-    assert!(bodies.len() >= 30, "only {} bodies placed", bodies.len());
-    let mut text = String::from(
-        r#"
+    assert!(bodies.len() * 6 >= n[0] * n[1] * n[2] * 5, "only {} bodies placed", bodies.len());
+    bodies
+}
+
+/// The drifting scene's config, bodies appended.
+const DRIFT_HEAD: &str = r#"
 [simulation]
 solver = "dem"
 t_end = 0.04
@@ -320,25 +402,7 @@ gbar = 0.005
 [output]
 dir = "OUTDIR"
 every = 10
-"#,
-    );
-    let mut centres = Vec::new();
-    for i in 0..bodies.len() {
-        let (x, q) = (bodies.position[i], bodies.orientation[i]);
-        // Speeds: each body moves at most 0.25 × 0.04 = 0.01 and turns a
-        // point at radius 0.9 by about 0.25 × 0.04 × 0.9 ≈ 0.009 at most: a
-        // gap closes by about 0.038 at most < 0.05 − 0.005.
-        let v = rng.unit_vector() * rng.range(0.0, 0.25);
-        let w = rng.unit_vector() * rng.range(0.0, 0.25);
-        let name = if bodies.shape[i] == 0 { "cube" } else { "tetrapod" };
-        text += &format!(
-            "\n[[body]]\nshape = \"{name}\"\nposition = [{:.17e}, {:.17e}, {:.17e}]\norientation = [{:.17e}, {:.17e}, {:.17e}, {:.17e}]\nvelocity = [{:.17e}, {:.17e}, {:.17e}]\nangular_velocity = [{:.17e}, {:.17e}, {:.17e}]\n",
-            x.x, x.y, x.z, q.w, q.i, q.j, q.k, v.x, v.y, v.z, w.x, w.y, w.z
-        );
-        centres.push(x);
-    }
-    (text, centres)
-}
+"#;
 
 #[test]
 fn mesh_contacts_are_the_same_on_one_and_two_ranks_with_and_without_lists() {
@@ -415,4 +479,53 @@ fn pile_of_blocks_runs_bit_for_bit_the_same_with_and_without_lists() {
     let block_contacts: usize = runs[0].iter().map(|(_, c)| c.keys().filter(|k| k.1 < 1 << 63).count()).sum();
     assert!(block_contacts > 100, "only {block_contacts} block–block contacts over the frames");
     assert!(runs[0] == runs[1], "the runs differ");
+}
+
+/// Summary value `key` of a run.
+fn summary_u64(out: &std::path::Path, key: &str) -> u64 {
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    s[key].as_u64().unwrap_or_else(|| panic!("summary.json has no integer {key}"))
+}
+
+/// The lattice of cubes and tetrapods falling onto the ground and onto each
+/// other under the DEM (arms interlock, so closed mesh pairs, projections
+/// through an arm or across a concave region, are found and dropped):
+/// `[dem] closed_depth = "step"` (closed pairs sought only as deep as a step
+/// can close them) gives bit for bit the run of `"skin"` (down to contact
+/// distance + skin), contacts and bodies at every frame, on 1 and on 2 ranks,
+/// while the search finds far fewer closed pairs.
+#[test]
+fn dem_closed_depth_step_runs_like_skin_on_one_and_two_ranks() {
+    let mut rng = Rng(SplitMix64::new(5));
+    let bodies = placed_lattice(&mut rng, [3, 3, 2], 1.3);
+    let mut text = DRIFT_HEAD
+        .replace("t_end = 0.04", "t_end = 0.2")
+        .replace("gravity = [0.0, 0.0, 0.0]", "gravity = [0.0, 0.0, -20.0]")
+        .replace("distance = 0.5\nskin = 0.01", "distance = 0.05\nskin = 0.3")
+        .replace("gbar = 0.005", "gbar = 0.02\ndamping = 1.0\nCLOSED");
+    text += "\n[[wall]]\npoint = [0.0, 0.0, -0.96]\nnormal = [0.0, 0.0, 1.0]\n";
+    // Each body heads for the centre of the lattice: they collide within 0.2 s.
+    let centre = bodies.position.iter().sum::<Vector3<f64>>() / bodies.len() as f64;
+    for i in 0..bodies.len() {
+        text += &body_entry(&bodies, i, (centre - bodies.position[i]) * 2.0, Vector3::zeros());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    for np in [1, 2] {
+        for depth in ["skin", "step"] {
+            let t = text.replace("ENTITY", "").replace("CLOSED", &format!("closed_depth = \"{depth}\""));
+            let (out, _) = common::run_config(np, dir.path(), &format!("fall-{depth}"), &t);
+            let closed = summary_u64(&out, "closed_pairs_dropped");
+            eprintln!("{np} rank(s), closed_depth {depth}: {closed} closed pairs dropped, {} steps", summary_u64(&out, "steps"));
+            runs.push(((np, depth, closed), trajectory(&out.join("frames.h5"))));
+        }
+    }
+    for pair in runs.chunks(2) {
+        let (((np, _, skin), a), ((_, _, step), b)) = (&pair[0], &pair[1]);
+        assert!(a.len() > 10, "{np} rank(s): {} frames", a.len());
+        let contacts: usize = a.iter().map(|(_, c)| c.keys().filter(|k| k.1 < 1 << 63).count()).sum();
+        assert!(contacts > 200, "{np} rank(s): only {contacts} body–body contacts over the frames");
+        assert!(*skin > 50 && 4 * step < *skin, "{np} rank(s): closed pairs dropped {skin} (skin) vs {step} (step)");
+        assert!(a == b, "{np} rank(s): the runs with closed_depth skin and step differ");
+    }
 }

@@ -171,6 +171,9 @@ pub struct DemCfg {
     /// Contact tangent in the Newton Jacobian: "consistent" (default, eq 48)
     /// or "gauss-newton" (without the gap-curvature term F ∇²g).
     pub tangent: Option<crate::scene::DemTangent>,
+    /// How deep closed mesh–mesh pairs are sought: "step" (default, as deep
+    /// as the last step could close a gap) or "skin" (contact distance + skin).
+    pub closed_depth: Option<crate::scene::DemClosedDepth>,
     /// Scale ε₁ (and the barrier) of each contact by the relative stiffness
     /// k̃ of its two materials, as compatible-cd does (`[[compatibility.stiffness]]`,
     /// else the series Young's moduli normalised by E_max/2, else 1). Default false.

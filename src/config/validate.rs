@@ -400,6 +400,7 @@ fn dem_settings(
         easy_iterations,
         tangent: d.tangent.unwrap_or_default(),
         pair_stiffness: d.pair_stiffness.unwrap_or(false),
+        closed_depth: d.closed_depth.unwrap_or_default(),
     })
 }
 

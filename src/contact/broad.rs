@@ -275,7 +275,7 @@ impl VerletList {
         self.walls_removed.extend(walls.iter().map(|w| w.removed));
         self.wall_points.clear();
         self.wall_points.extend(walls.iter().map(|w| w.point));
-        self.params = Some(*params);
+        self.params = Some(params.first_level());
         self.builds += 1;
         self.entities.prune(self.builds);
     }
@@ -296,7 +296,7 @@ impl VerletList {
     /// differ from the build.
     pub fn is_stale(&self, bodies: &Bodies, walls: &[Wall], params: &DetectParams) -> bool {
         self.needs_rebuild(&bodies.position)
-            || self.params != Some(*params)
+            || self.params != Some(params.first_level())
             || self.walls_removed.len() != walls.len()
             || self.walls_removed.iter().zip(walls).any(|(&r, w)| r != w.removed)
             // A body and a wall close by at most the skin when each moved at most half of it.

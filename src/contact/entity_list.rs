@@ -29,6 +29,12 @@
 //!   first-level builds (expected velocity × Δt × steps between builds), and
 //!   the entity lists spend the same budget on relative motion including
 //!   rotation × radius.
+//! - **Depth.** `inflation` is the reach of the evaluation,
+//!   [`super::DetectParams::mesh_reach`]: the contact distance plus the skin
+//!   by default, less for a solver that drops closed mesh pairs (the DEM).
+//!   A list built with cut-off `C` holds every pair within `reach` while the
+//!   relative motion is at most `C − reach`, so a list built for a smaller
+//!   reach is rebuilt when the reach grows (a widened contact distance).
 //! - Lists are keyed by the body ids (smaller first); a list unused since the
 //!   previous first-level build is dropped at the next one.
 //! - Sphere–mesh and mesh–wall keep their direct search: the closest-feature
@@ -48,10 +54,16 @@ pub const TOL: f64 = 1e-9;
 #[derive(Clone, Debug)]
 struct PairList {
     pairs: EntityPairs,
+    /// Squared distance of each pair at the build, by kind (field order).
+    d2: [Vec<f64>; 6],
+    /// The largest of them.
+    max_d2: f64,
     x_a: Vector3<f64>,
     x_b: Vector3<f64>,
     q_a: UnitQuaternion<f64>,
     q_b: UnitQuaternion<f64>,
+    /// The cut-off it was built with.
+    cutoff: f64,
     /// First-level build during which the list was last used.
     epoch: u64,
 }
@@ -64,6 +76,8 @@ pub struct EntityLists {
     evaluated: u64,
     /// Pose buffers for the narrow phase of the listed pairs.
     scratch: [PoseScratch; 2],
+    /// The pairs of a list that can be within reach now.
+    active: EntityPairs,
 }
 
 /// Rotation angle of `q` in `[0, π]`, accurate for small angles.
@@ -102,21 +116,40 @@ fn aabb_of(points: &[Vector3<f64>]) -> Aabb {
 
 /// Vertices, edges and faces of `m` whose boxes come within `reach` of
 /// `centre` (the other body's bounding sphere grown by the cut-off), each
-/// with its world bounding box.
+/// with its world bounding box. A first cull in the body frame (one
+/// transform of `centre`) drops the entities farther than `reach` from it
+/// before any world box is made: none of them can be within the cut-off of
+/// the other body (it lies inside its bounding sphere), so the pairs built
+/// are the same.
 fn near(m: &PosedMesh, centre: &Vector3<f64>, reach: f64) -> [Vec<Near>; 3] {
     let f = m.features;
+    let c = m.pose.orientation.inverse_transform_vector(&(centre - m.pose.position));
+    // Rounding slack of the body-frame distances against the world ones.
+    let r = reach * (1.0 + 1e-9) + 1e-12 * (f.bounding_radius + centre.norm() + m.pose.position.norm());
+    let r2 = r * r;
+    let v = |k: u32| &m.mesh.vertices[k as usize];
     let within = |b: &Aabb| b.intersects_sphere(centre, reach);
     let verts = (0..m.mesh.vertices.len() as u32)
-        .filter(|&v| f.is_real_vertex(v))
-        .map(|v| (v, aabb_of(&[*m.vertex(v)])))
+        .filter(|&k| f.is_real_vertex(k) && (v(k) - c).norm_squared() <= r2)
+        .map(|k| (k, aabb_of(&[*m.vertex(k)])))
         .filter(|(_, b)| within(b))
         .collect();
     let edges = (0..f.edges.len() as u32)
-        .filter(|&e| f.is_real_edge(e))
+        .filter(|&e| {
+            let [i, j] = f.edges[e as usize];
+            f.is_real_edge(e) && point_segment_distance_squared(&c, v(i), v(j)) <= r2
+        })
         .map(|e| (e, aabb_of(&m.edge_ends(e))))
         .filter(|(_, b)| within(b))
         .collect();
-    let faces = (0..m.mesh.triangles.len() as u32).map(|t| (t, aabb_of(&m.triangle(t)))).filter(|(_, b)| within(b)).collect();
+    let faces = (0..m.mesh.triangles.len() as u32)
+        .filter(|&t| {
+            let (s, rs) = f.triangle_spheres[t as usize];
+            (s - c).norm() <= r + rs
+        })
+        .map(|t| (t, aabb_of(&m.triangle(t))))
+        .filter(|(_, b)| within(b))
+        .collect();
     [verts, edges, faces]
 }
 
@@ -124,9 +157,11 @@ const VERT: usize = 0;
 const EDGE: usize = 1;
 const FACE: usize = 2;
 
-/// Sweep and prune along x: calls `found(x, y)` for every pair of `xs` and
-/// `ys` whose boxes, those of `xs` grown by `c`, overlap; then sorts `out`.
-fn sweep(xs: &[Near], ys: &[Near], c: f64, out: &mut Vec<(u32, u32)>, exact: &dyn Fn(u32, u32) -> bool) {
+/// Sweep and prune along x: asks `exact(x, y)` for every pair of `xs` and
+/// `ys` whose boxes, those of `xs` grown by `c`, overlap, and appends the
+/// pairs it gives a squared distance for to `out` (ascending) with the
+/// distances to `d2` (same order).
+fn sweep(xs: &[Near], ys: &[Near], c: f64, out: &mut Vec<(u32, u32)>, d2: &mut Vec<f64>, exact: &dyn Fn(u32, u32) -> Option<f64>) {
     let grow = |b: &Aabb| Aabb { min: b.min.add_scalar(-c), max: b.max.add_scalar(c) };
     let xs: Vec<Near> = xs.iter().map(|&(i, b)| (i, grow(&b))).collect();
     let mut ox: Vec<usize> = (0..xs.len()).collect();
@@ -136,15 +171,17 @@ fn sweep(xs: &[Near], ys: &[Near], c: f64, out: &mut Vec<(u32, u32)>, exact: &dy
     let overlap = |a: &Aabb, b: &Aabb| (0..3).all(|k| a.min[k] <= b.max[k] && b.min[k] <= a.max[k]);
     let (mut ax, mut ay): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
     let (mut i, mut j) = (0, 0);
-    let start = out.len();
+    let mut found: Vec<(u32, u32, f64)> = Vec::new();
     while i < ox.len() || j < oy.len() {
         let take_x = j == oy.len() || (i < ox.len() && xs[ox[i]].1.min.x <= ys[oy[j]].1.min.x);
         if take_x {
             let (id, b) = xs[ox[i]];
             ay.retain(|&k| ys[k].1.max.x >= b.min.x);
             for &k in &ay {
-                if overlap(&b, &ys[k].1) && exact(id, ys[k].0) {
-                    out.push((id, ys[k].0));
+                if overlap(&b, &ys[k].1) {
+                    if let Some(d) = exact(id, ys[k].0) {
+                        found.push((id, ys[k].0, d));
+                    }
                 }
             }
             ax.push(ox[i]);
@@ -153,44 +190,58 @@ fn sweep(xs: &[Near], ys: &[Near], c: f64, out: &mut Vec<(u32, u32)>, exact: &dy
             let (id, b) = ys[oy[j]];
             ax.retain(|&k| xs[k].1.max.x >= b.min.x);
             for &k in &ax {
-                if overlap(&xs[k].1, &b) && exact(xs[k].0, id) {
-                    out.push((xs[k].0, id));
+                if overlap(&xs[k].1, &b) {
+                    if let Some(d) = exact(xs[k].0, id) {
+                        found.push((xs[k].0, id, d));
+                    }
                 }
             }
             ay.push(oy[j]);
             j += 1;
         }
     }
-    out[start..].sort_unstable();
+    found.sort_unstable_by_key(|&(x, y, _)| (x, y));
+    out.extend(found.iter().map(|&(x, y, _)| (x, y)));
+    d2.extend(found.iter().map(|&(_, _, d)| d));
 }
 
 /// The entity pairs of `a` and `b` within `cutoff` of each other (plus
 /// rounding, see the module rules), each kind ascending.
 pub fn build_pairs(a: &PosedMesh, b: &PosedMesh, cutoff: f64) -> EntityPairs {
+    build_pairs_with_distances(a, b, cutoff).0
+}
+
+/// [`build_pairs`] with the squared distance of every pair, by kind in the
+/// order of [`EntityPairs`]' fields (vertex–face, face–vertex, edge–edge,
+/// vertex–edge, edge–vertex, vertex–vertex), each in its list's order.
+pub fn build_pairs_with_distances(a: &PosedMesh, b: &PosedMesh, cutoff: f64) -> (EntityPairs, [Vec<f64>; 6]) {
     let tol = TOL * (a.features.bounding_radius + b.features.bounding_radius);
     let c = cutoff + tol;
     let c2 = c * c;
     let na = near(a, &b.pose.position, b.features.bounding_radius + c);
     let nb = near(b, &a.pose.position, a.features.bounding_radius + c);
     let mut p = EntityPairs::default();
+    let mut d: [Vec<f64>; 6] = Default::default();
+    let [d_vf, d_fv, d_ee, d_ve, d_ev, d_vv] = &mut d;
+    let within = |d2: f64| (d2 <= c2).then_some(d2);
     let tri_a = |t: u32| a.triangle(t);
     let tri_b = |t: u32| b.triangle(t);
-    sweep(&na[VERT], &nb[FACE], c, &mut p.vertex_face, &|v, t| point_triangle_distance_squared(a.vertex(v), &tri_b(t)) <= c2);
-    sweep(&na[FACE], &nb[VERT], c, &mut p.face_vertex, &|t, v| point_triangle_distance_squared(b.vertex(v), &tri_a(t)) <= c2);
-    sweep(&na[EDGE], &nb[EDGE], c, &mut p.edge_edge, &|ea, eb| {
+    sweep(&na[VERT], &nb[FACE], c, &mut p.vertex_face, d_vf, &|v, t| within(point_triangle_distance_squared(a.vertex(v), &tri_b(t))));
+    sweep(&na[FACE], &nb[VERT], c, &mut p.face_vertex, d_fv, &|t, v| within(point_triangle_distance_squared(b.vertex(v), &tri_a(t))));
+    sweep(&na[EDGE], &nb[EDGE], c, &mut p.edge_edge, d_ee, &|ea, eb| {
         let ([p1, q1], [p2, q2]) = (a.edge_ends(ea), b.edge_ends(eb));
-        segment_segment_distance_squared(&p1, &q1, &p2, &q2) <= c2
+        within(segment_segment_distance_squared(&p1, &q1, &p2, &q2))
     });
-    sweep(&na[VERT], &nb[EDGE], c, &mut p.vertex_edge, &|v, e| {
+    sweep(&na[VERT], &nb[EDGE], c, &mut p.vertex_edge, d_ve, &|v, e| {
         let [p, q] = b.edge_ends(e);
-        point_segment_distance_squared(a.vertex(v), &p, &q) <= c2
+        within(point_segment_distance_squared(a.vertex(v), &p, &q))
     });
-    sweep(&na[EDGE], &nb[VERT], c, &mut p.edge_vertex, &|e, v| {
+    sweep(&na[EDGE], &nb[VERT], c, &mut p.edge_vertex, d_ev, &|e, v| {
         let [p, q] = a.edge_ends(e);
-        point_segment_distance_squared(b.vertex(v), &p, &q) <= c2
+        within(point_segment_distance_squared(b.vertex(v), &p, &q))
     });
-    sweep(&na[VERT], &nb[VERT], c, &mut p.vertex_vertex, &|va, vb| (a.vertex(va) - b.vertex(vb)).norm_squared() <= c2);
-    p
+    sweep(&na[VERT], &nb[VERT], c, &mut p.vertex_vertex, d_vv, &|va, vb| within((a.vertex(va) - b.vertex(vb)).norm_squared()));
+    (p, d)
 }
 
 impl EntityLists {
@@ -199,10 +250,15 @@ impl EntityLists {
         Self::default()
     }
 
-    /// The entity list of the body pair `(a, b)` (`a` the smaller id), built
-    /// with cut-off `inflation + budget` when missing or when the relative
-    /// motion since its build exceeds `budget`. `epoch` is the current
-    /// first-level build count. Also hands out the pose buffers.
+    /// The entity pairs of the body pair `(a, b)` (`a` the smaller id) that
+    /// can be within `inflation` now: its list, built with cut-off
+    /// `inflation + budget` when missing or when the relative motion `m`
+    /// since its build exceeds its cut-off less `inflation` (`budget` for a
+    /// list built at this `inflation`), keeping the pairs that were within
+    /// `inflation + m` at the build (the others are farther than
+    /// `inflation` now, and no hit of theirs is in the evaluation's window).
+    /// `epoch` is the current first-level build count. Also hands out the
+    /// pose buffers.
     #[allow(clippy::too_many_arguments)]
     pub fn get(
         &mut self,
@@ -217,27 +273,44 @@ impl EntityLists {
         epoch: u64,
     ) -> (&EntityPairs, &mut [PoseScratch; 2]) {
         debug_assert!(a.id < b.id, "entity lists are keyed with the smaller id first");
+        let EntityLists { lists, builds, evaluated, scratch, active } = self;
         let (ra, rb) = (fa.bounding_radius, fb.bounding_radius);
-        let valid = |l: &PairList| relative_motion(a, ra, b, rb, &l.x_a, &l.q_a, &l.x_b, &l.q_b) <= budget;
-        let entry = self.lists.entry((a.id, b.id));
-        let list = match entry {
-            std::collections::hash_map::Entry::Occupied(o) if valid(o.get()) => o.into_mut(),
-            e => {
-                self.builds += 1;
-                let pairs = build_pairs(&PosedMesh::new(a, mesh_a, fa), &PosedMesh::new(b, mesh_b, fb), inflation + budget);
-                let l = PairList { pairs, x_a: a.position, x_b: b.position, q_a: a.orientation, q_b: b.orientation, epoch };
-                match e {
-                    std::collections::hash_map::Entry::Occupied(mut o) => {
-                        o.insert(l);
-                        o.into_mut()
-                    }
-                    std::collections::hash_map::Entry::Vacant(v) => v.insert(l),
+        let motion = |l: &PairList| relative_motion(a, ra, b, rb, &l.x_a, &l.q_a, &l.x_b, &l.q_b);
+        let build = || {
+            let cutoff = inflation + budget;
+            let (pairs, d2) = build_pairs_with_distances(&PosedMesh::new(a, mesh_a, fa), &PosedMesh::new(b, mesh_b, fb), cutoff);
+            let max_d2 = d2.iter().flatten().copied().fold(0.0, f64::max);
+            PairList { pairs, d2, max_d2, x_a: a.position, x_b: b.position, q_a: a.orientation, q_b: b.orientation, cutoff, epoch }
+        };
+        let (list, m) = match lists.entry((a.id, b.id)) {
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let m = motion(o.get());
+                if m <= o.get().cutoff - inflation {
+                    (o.into_mut(), m)
+                } else {
+                    *builds += 1;
+                    o.insert(build());
+                    (o.into_mut(), 0.0)
                 }
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                *builds += 1;
+                (v.insert(build()), 0.0)
             }
         };
         list.epoch = epoch;
-        self.evaluated += list.pairs.len() as u64;
-        (&list.pairs, &mut self.scratch)
+        let limit = inflation + m + TOL * (ra + rb);
+        let l2 = limit * limit;
+        if list.max_d2 <= l2 {
+            *evaluated += list.pairs.len() as u64;
+            return (&list.pairs, scratch);
+        }
+        active.clear();
+        for ((src, dst), d2) in list.pairs.lists().into_iter().zip(active.lists_mut()).zip(&list.d2) {
+            dst.extend(src.iter().zip(d2).filter(|&(_, &d)| d <= l2).map(|(&p, _)| p));
+        }
+        *evaluated += active.len() as u64;
+        (active, scratch)
     }
 
     /// Drops the lists not used during first-level build `epoch − 1` or
@@ -289,6 +362,46 @@ mod tests {
         // Small angles stay accurate (no acos).
         let tiny = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 1e-9);
         assert_relative_eq!(angle(&tiny), 1e-9, max_relative = 1e-12);
+    }
+
+    /// A list serves any reach up to its cut-off less the motion since its
+    /// build, handing out only its pairs that can be within the reach: a
+    /// smaller reach reuses it, a larger one (a widened contact distance)
+    /// rebuilds it with the larger cut-off; after a move within the budget
+    /// the pairs handed out hold every pair within the reach.
+    #[test]
+    fn a_list_serves_smaller_reaches_and_is_rebuilt_for_larger_ones() {
+        let tet = TriMesh::tetrapod(1.0, 0.25, 8);
+        let f = MeshFeatures::new(&tet);
+        let q = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 0.4);
+        let (pa, pb) = (pose(0, Vector3::zeros(), q), pose(1, Vector3::new(1.15, 0.2, 0.1), UnitQuaternion::identity()));
+        let mut lists = EntityLists::new();
+        let budget = 0.05;
+        let n = |l: &mut EntityLists, pb: &BodyPose, reach: f64| l.get(&pa, &tet, &f, pb, &tet, &f, reach, budget, 1).0.clone();
+        let at = |pb: &BodyPose, cutoff: f64| build_pairs(&PosedMesh::new(&pa, &tet, &f), &PosedMesh::new(pb, &tet, &f), cutoff);
+        assert!(!at(&pb, 0.02).is_empty() && at(&pb, 0.02).len() < at(&pb, 0.1).len(), "the scene should have pairs at all distances");
+        assert_eq!(n(&mut lists, &pb, 0.1), at(&pb, 0.1));
+        assert_eq!(lists.builds(), 1);
+        // Smaller reach, no motion: the list is reused, its near part handed out.
+        assert_eq!(n(&mut lists, &pb, 0.02), at(&pb, 0.02));
+        // A reach up to the cut-off is still covered at zero motion.
+        assert_eq!(n(&mut lists, &pb, 0.15), at(&pb, 0.15));
+        assert_eq!(lists.builds(), 1);
+        // Moved by 0.03 towards a: the pairs within 0.05 now are among those
+        // handed out (within 0.05 + 0.03 at the build), nothing rebuilt.
+        let moved = pose(1, pb.position - Vector3::new(0.03, 0.0, 0.0), pb.orientation);
+        let got = n(&mut lists, &moved, 0.05);
+        assert_eq!(lists.builds(), 1);
+        let need = at(&moved, 0.05);
+        for (g, w) in got.lists().into_iter().zip(need.lists()) {
+            assert!(w.iter().all(|p| g.contains(p)), "a pair within the reach is missing");
+        }
+        assert!(need.len() > at(&pb, 0.05).len(), "the move should bring pairs within reach");
+        // Beyond the cut-off: rebuilt with reach + budget.
+        assert_eq!(n(&mut lists, &pb, 0.2), at(&pb, 0.2));
+        assert_eq!(lists.builds(), 2);
+        assert_eq!(n(&mut lists, &pb, 0.25), at(&pb, 0.25));
+        assert_eq!(lists.builds(), 2);
     }
 
     /// All real entity pairs within `cutoff`, no culling.

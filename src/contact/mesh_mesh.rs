@@ -294,7 +294,14 @@ impl EntityPairs {
         }
     }
 
-    fn lists_mut(&mut self) -> [&mut Vec<(u32, u32)>; 6] {
+    /// The six lists in field order (vertex–face, face–vertex, edge–edge,
+    /// vertex–edge, edge–vertex, vertex–vertex).
+    pub fn lists(&self) -> [&Vec<(u32, u32)>; 6] {
+        [&self.vertex_face, &self.face_vertex, &self.edge_edge, &self.vertex_edge, &self.edge_vertex, &self.vertex_vertex]
+    }
+
+    /// [`EntityPairs::lists`], mutable.
+    pub fn lists_mut(&mut self) -> [&mut Vec<(u32, u32)>; 6] {
         [
             &mut self.vertex_face,
             &mut self.face_vertex,

@@ -44,18 +44,50 @@ pub struct DetectParams {
     /// Second-level Verlet lists for mesh–mesh pairs ([`entity_list`]); the
     /// contacts are the same without them, only slower to find.
     pub entity_lists: bool,
+    /// How deep closed mesh–mesh pairs are sought ([`DetectParams::mesh_reach`]):
+    /// `None`, down to the inflation; `Some(d)`, down to `d` (at most the
+    /// inflation) and no less than the open contacts need. Not a first-level
+    /// parameter: changing it rebuilds only the entity lists it outgrows.
+    pub mesh_depth: Option<f64>,
 }
 
 impl DetectParams {
     /// Skin and contact distance, with second-level lists.
-    pub fn new(skin: f64, contact_distance: f64) -> Self {
-        Self { skin, contact_distance, entity_lists: true }
+    pub const fn new(skin: f64, contact_distance: f64) -> Self {
+        Self { skin, contact_distance, entity_lists: true, mesh_depth: None }
     }
 
     /// Per-entity inflation of the mesh–mesh search: `contact_distance +
-    /// skin`, also the deepest penetration reported.
+    /// skin`, the deepest penetration reported by default.
     pub fn inflation(&self) -> f64 {
         self.contact_distance + self.skin
+    }
+
+    /// The deepest penetration the mesh–mesh narrow phase reports for meshes
+    /// `fa`, `fb` (hits with `−reach ≤ gap < contact_distance` are kept):
+    /// [`DetectParams::inflation`] without `mesh_depth`, else
+    /// `max(contact_distance + 2 f L, min(mesh_depth, inflation))` with
+    /// `f = DUPLICATE_FRACTION`, `L` the longest edge of the two meshes. Every
+    /// hit that can drop an open contact by the hierarchy is within
+    /// `contact_distance + 2 f L` (rules 1–2: within the open contact's gap;
+    /// rule 3: a vertex–face point within `f L` of an edge–edge one), so the
+    /// open contacts are the same at any `mesh_depth`; only closed pairs
+    /// deeper than the reach are not sought (a solver that drops closed mesh
+    /// pairs, the DEM, asks only as deep as a step can close them).
+    pub fn mesh_reach(&self, fa: &MeshFeatures, fb: &MeshFeatures) -> f64 {
+        let full = self.inflation();
+        match self.mesh_depth {
+            None => full,
+            Some(d) => {
+                let hierarchy = self.contact_distance + 2.0 * mesh_mesh::DUPLICATE_FRACTION * fa.longest_edge.max(fb.longest_edge);
+                hierarchy.max(d.min(full))
+            }
+        }
+    }
+
+    /// The parameters the first level depends on (all but `mesh_depth`).
+    pub fn first_level(&self) -> Self {
+        Self { mesh_depth: None, ..*self }
     }
 }
 
@@ -132,8 +164,8 @@ impl ContactShapes {
 /// Narrow phase for the body pair `(i, j)` (local indices, any order): pushes
 /// the contacts whose gap is below `params.contact_distance` into `out`, with
 /// `a` the smaller global id. Dispatches on the shape pair; mesh–mesh gives
-/// any number of contacts ([`mesh_mesh::mesh_mesh`], inflation
-/// `contact_distance + skin`).
+/// any number of contacts ([`mesh_mesh::mesh_mesh`], down to the depth
+/// [`DetectParams::mesh_reach`]).
 pub fn narrow_phase(i: usize, j: usize, bodies: &Bodies, shapes: &ContactShapes, params: &DetectParams, out: &mut Contacts) {
     let (si, sj) = (bodies.shape[i], bodies.shape[j]);
     let (pi, pj) = (BodyPose::of(bodies, i), BodyPose::of(bodies, j));
@@ -152,7 +184,7 @@ pub fn narrow_phase(i: usize, j: usize, bodies: &Bodies, shapes: &ContactShapes,
             let fi = shapes.features(si).expect("mesh shapes have features");
             let fj = shapes.features(sj).expect("mesh shapes have features");
             let ((p, m, f), (q, n, g)) = if pi.id < pj.id { ((&pi, mi, fi), (&pj, mj, fj)) } else { ((&pj, mj, fj), (&pi, mi, fi)) };
-            mesh_mesh::mesh_mesh(p, m, f, q, n, g, cd, params.inflation(), out);
+            mesh_mesh::mesh_mesh(p, m, f, q, n, g, cd, params.mesh_reach(f, g), out);
             None
         }
     };
@@ -183,9 +215,9 @@ pub fn narrow_phase_listed(
     let fj = shapes.features(sj).expect("mesh shapes have features");
     let (pi, pj) = (BodyPose::of(bodies, i), BodyPose::of(bodies, j));
     let ((p, m, f), (q, n, g)) = if pi.id < pj.id { ((&pi, mi, fi), (&pj, mj, fj)) } else { ((&pj, mj, fj), (&pi, mi, fi)) };
-    let inflation = params.inflation();
-    let (pairs, scratch) = lists.get(p, m, f, q, n, g, inflation, params.skin, epoch);
-    mesh_mesh::mesh_mesh_listed(p, m, f, q, n, g, pairs, params.contact_distance, inflation, scratch, out);
+    let reach = params.mesh_reach(f, g);
+    let (pairs, scratch) = lists.get(p, m, f, q, n, g, reach, params.skin, epoch);
+    mesh_mesh::mesh_mesh_listed(p, m, f, q, n, g, pairs, params.contact_distance, reach, scratch, out);
 }
 
 /// Narrow phase for local body `i` against wall `w`: pushes the contacts

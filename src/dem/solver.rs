@@ -14,6 +14,7 @@ use crate::body::{Bodies, Shape};
 use super::night_owl::{self, MAX_NIGHT_OWL_REDOS, PENETRATION_FLOOR};
 use crate::contact::{ContactKey, WALL_ID_BASE, WALL_INDEX};
 use crate::io::SolverState;
+use crate::scene::DemClosedDepth;
 use crate::parallel::exchange::forward_values;
 use crate::parallel::records::{ask_all, FlatRecords};
 use crate::parallel::{self, Comm};
@@ -23,6 +24,11 @@ use crate::world::World;
 use mpi::traits::*;
 use nalgebra::Vector3;
 use std::collections::{HashMap, HashSet};
+
+/// `[dem] closed_depth = "step"`: the search after a step seeks closed mesh
+/// pairs down to this factor × twice the step's reach scaled to Δt_max (the
+/// next step's reach may grow by this factor without spurious night owls).
+const CLOSED_DEPTH_MARGIN: f64 = 1.5;
 
 /// Growth factor of Δt after an easy step.
 const GROWTH: f64 = 1.5;
@@ -576,6 +582,15 @@ impl Solver for DemSolver {
         // The search finds the next step's contacts: walls as at its start.
         world.set_time(time + report.dt);
         let floor = PENETRATION_FLOOR * d.f * d.gbar;
+        if d.closed_depth == DemClosedDepth::Step {
+            // A closed mesh pair deeper than `reach` was closed at the step's
+            // start (a projection, no owl): the search need not find it. The
+            // next step's start list (this search) must hold every pair closed
+            // less than twice its reach, else a projection it missed would
+            // show up as an owl; its reach is bounded by this one at Δt_max
+            // with a margin for faster motion.
+            world.params.mesh_depth = Some(CLOSED_DEPTH_MARGIN * 2.0 * reach * (d.dt_max / report.dt).max(1.0));
+        }
         let owls = night_owl::search_after_step(world, &start.bodies, &start.closed, d.gbar, floor, reach);
         let n_owls = night_owl::count(comm, &owls, |_| true);
         if n_owls == 0 {
@@ -909,9 +924,14 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: bool) -> Res
         d_nnz[i] = (d_nnz[i] + 4).min(nb.max(1));
         o_nnz[i] = (o_nnz[i] + 4).min((total - nb).max(0));
     }
-    let mut jac = Mat::baij(comm, 6, 6 * nb, 6 * nb, 0, &d_nnz, 0, &o_nnz)?;
+    // BAIJ (6×6 blocks: block ILU), or AIJ of block size 6 for GAMG, which
+    // needs a matrix graph PETSc 3.18 makes only of AIJ.
+    let kind = if petsc::options::get("-pc_type")?.as_deref() == Some("gamg") { "aij" } else { "baij" };
+    let mut jac = Mat::blocked(comm, kind, 6, 6 * nb, 6 * nb, &d_nnz, &o_nnz)?;
     jac.set_new_nonzero_allocation_err(false)?;
     let mut x = Vector::mpi(comm, 6 * nb)?;
+    // For `-pc_type gamg`: the rigid motions (ignored by other preconditioners).
+    jac.set_near_null_space(&super::rigid_modes::rigid_modes(comm, prob.bodies, n, &x)?)?;
     x.zero()?;
     let f = x.duplicate()?;
     let fraction = d.gap_fraction;

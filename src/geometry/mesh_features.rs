@@ -92,6 +92,8 @@ pub struct MeshFeatures {
     pub triangle_spheres: Vec<(Vector3<f64>, f64)>,
     /// Largest vertex distance from the body-frame origin (centre of mass).
     pub bounding_radius: f64,
+    /// Length of the longest edge.
+    pub longest_edge: f64,
 }
 
 /// Two unit normals closer than this (1 − cos θ) are coplanar.
@@ -223,7 +225,6 @@ impl MeshFeatures {
             triangle_region,
             vertex_cone_start,
             vertex_cone_normals,
-            edges,
             triangle_edges,
             edge_triangles,
             face_normals,
@@ -233,6 +234,8 @@ impl MeshFeatures {
             vertex_flat_face,
             triangle_spheres,
             bounding_radius: mesh.bounding_radius(),
+            longest_edge: edges.iter().map(|&[i, j]| (vert(j) - vert(i)).norm()).fold(0.0, f64::max),
+            edges,
         }
     }
 

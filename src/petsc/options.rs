@@ -40,3 +40,22 @@ pub fn set_default(name: &str, value: Option<&str>) -> Result<bool> {
         Ok(true)
     }
 }
+
+/// The value of option `name` (with its leading dash), if it is set with one.
+pub fn get(name: &str) -> Result<Option<String>> {
+    super::init::require_alive("options::get")?;
+    let n = cstring(name)?;
+    let mut buf = vec![0 as std::os::raw::c_char; 256];
+    let mut flag = ffi::PetscBool::PETSC_FALSE;
+    // SAFETY: valid C string; `buf` holds `buf.len()` bytes and PETSc writes
+    // a NUL-terminated value of at most that length into it.
+    check(unsafe {
+        ffi::PetscOptionsGetString(std::ptr::null_mut(), std::ptr::null(), n.as_ptr(), buf.as_mut_ptr(), buf.len(), &mut flag)
+    })?;
+    if flag != ffi::PetscBool::PETSC_TRUE {
+        return Ok(None);
+    }
+    // SAFETY: PETSc NUL-terminated the value within `buf`.
+    let s = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+    Ok(Some(s.to_string_lossy().into_owned()))
+}

@@ -274,6 +274,23 @@ pub struct DemSettings {
     pub tangent: DemTangent,
     /// Per-contact ε₁ scaled by compatible-cd's relative stiffness k̃.
     pub pair_stiffness: bool,
+    /// How deep closed mesh–mesh pairs are sought.
+    pub closed_depth: DemClosedDepth,
+}
+
+/// How deep the DEM's search seeks closed mesh–mesh pairs (`[dem] closed_depth`).
+/// The open contacts are the same either way; closed mesh pairs are dropped
+/// and only tell the night-owl review which pairs closed within a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DemClosedDepth {
+    /// As deep as the last step could close a gap (twice its largest
+    /// displacement; at least what the open contacts' hierarchy needs, at
+    /// most contact distance + skin): the entity lists hold fewer pairs.
+    #[default]
+    Step,
+    /// Down to contact distance + skin at every step (before issue 18).
+    Skin,
 }
 
 /// The DEM Newton tangent of a contact (`[dem] tangent`).
