@@ -327,7 +327,7 @@ impl<'a> Dual<'a> {
         h.set_from_options()?;
         let (ii, jj) = self.coo();
         h.set_preallocation_coo(&ii, &jj)?;
-        let nns = self.rigid_modes(bodies)?;
+        let nns = crate::parallel::rigid_modes::rigid_modes(self.comm, bodies, self.op.n_owned, &self.diag, |j| self.free[j])?;
         h.set_near_null_space(&nns)?;
         Ok(h)
     }
@@ -339,57 +339,6 @@ impl<'a> Dual<'a> {
         let w = self.weights(delta, kind, open)?;
         h.zero_entries()?;
         h.set_values_coo(&self.coo_values(&w, mu)?, InsertMode::Add)
-    }
-
-    /// The six rigid motions of the whole assembly (translations, rotations
-    /// about the centroid of the owned bodies), zero on DOFs that are not
-    /// free, orthonormalised; null vectors of ∇²Π when no body is fixed.
-    fn rigid_modes(&self, bodies: &Bodies) -> Result<Vec<Vector>> {
-        let n = self.op.n_owned;
-        let mut c = nalgebra::Vector3::zeros();
-        for i in 0..n {
-            c += bodies.position[i];
-        }
-        let total = crate::parallel::sum_f64(self.comm, n as f64).max(1.0);
-        let c = nalgebra::Vector3::new(
-            crate::parallel::sum_f64(self.comm, c.x),
-            crate::parallel::sum_f64(self.comm, c.y),
-            crate::parallel::sum_f64(self.comm, c.z),
-        ) / total;
-        let mut out: Vec<Vector> = Vec::new();
-        for m in 0..6 {
-            let mut v = self.diag.duplicate()?;
-            {
-                let mut vv = v.view_mut()?;
-                for i in 0..n {
-                    let mut e = [0.0; 6];
-                    if m < 3 {
-                        e[m] = 1.0;
-                    } else {
-                        let mut axis = nalgebra::Vector3::zeros();
-                        axis[m - 3] = 1.0;
-                        let t = axis.cross(&(bodies.position[i] - c));
-                        e[..3].copy_from_slice(t.as_slice());
-                        e[m] = 1.0;
-                    }
-                    for d in 0..6 {
-                        vv[6 * i + d] = if self.free[6 * i + d] { e[d] } else { 0.0 };
-                    }
-                }
-            }
-            // Modified Gram–Schmidt against the kept modes.
-            let nrm0 = v.norm(NormType::Two)?;
-            for q in &out {
-                let a = v.dot(q)?;
-                v.axpy(-a, q)?;
-            }
-            let nrm = v.norm(NormType::Two)?;
-            if nrm > 1e-8 * nrm0 {
-                v.scale(1.0 / nrm)?;
-                out.push(v);
-            }
-        }
-        Ok(out)
     }
 }
 

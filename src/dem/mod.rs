@@ -7,7 +7,6 @@ pub mod night_owl;
 pub mod assemble;
 pub mod jet;
 pub mod rigid;
-pub mod rigid_modes;
 pub mod solver;
 pub mod types;
 

@@ -931,7 +931,7 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: bool) -> Res
     jac.set_new_nonzero_allocation_err(false)?;
     let mut x = Vector::mpi(comm, 6 * nb)?;
     // For `-pc_type gamg`: the rigid motions (ignored by other preconditioners).
-    jac.set_near_null_space(&super::rigid_modes::rigid_modes(comm, prob.bodies, n, &x)?)?;
+    jac.set_near_null_space(&crate::parallel::rigid_modes::rigid_modes(comm, prob.bodies, n, &x, |j| crate::body::dof_free(prob.bodies.dof_mask[j / 6], j % 6))?)?;
     x.zero()?;
     let f = x.duplicate()?;
     let fraction = d.gap_fraction;

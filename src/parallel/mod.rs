@@ -5,6 +5,7 @@ pub mod exchange;
 pub mod memory;
 pub mod ownership;
 pub mod records;
+pub mod rigid_modes;
 
 pub use mpi::topology::SimpleCommunicator as Comm;
 use mpi::traits::*;

@@ -1,20 +1,21 @@
-//! The near null space of the DEM tangent for algebraic multigrid
-//! (`-- -pc_type gamg`): the six rigid motions of the whole assembly in the
-//! 6-DOF-per-body layout (DOF = 6·index + k: displacement, then rotation
-//! increment). M/(βΔt²) + K_contact is stiff along the contacts and soft
-//! along these, the modes a smoothed aggregation must carry to the coarse
-//! levels.
-use crate::body::{dof_free, Bodies};
+//! The near null space for algebraic multigrid (`-pc_type gamg`) of the
+//! body-DOF matrices: the DEM tangent M/(βΔt²) + K_contact and the
+//! compatibility Hessian Bᵀ K̃ B are stiff along the contacts and soft (or
+//! singular) along the six rigid motions of the whole assembly, the modes a
+//! smoothed aggregation must carry to the coarse levels. Layout: 6 DOFs per
+//! body (DOF = 6·index + k: displacement, then rotation).
+use crate::body::Bodies;
 use crate::parallel::{self, Comm};
 use crate::petsc::{NormType, Result, Vector};
 use nalgebra::Vector3;
 
 /// Translations along x, y, z and rotations about x, y, z through the
 /// centroid of all bodies (the same span as about the origin, better
-/// conditioned far from it), zero on DOFs that are not free, orthonormalised
-/// (modified Gram–Schmidt; a mode that vanishes is left out). `like`: a
-/// vector of the Jacobian's layout (6 entries per owned body). Collective.
-pub fn rigid_modes(comm: &Comm, bodies: &Bodies, n_owned: usize, like: &Vector) -> Result<Vec<Vector>> {
+/// conditioned far from it), zero on the DOFs where `free(6·i + k)` is
+/// false, orthonormalised (modified Gram–Schmidt; a mode that vanishes is
+/// left out). `like`: a vector of the matrix's layout (6 entries per owned
+/// body). Collective.
+pub fn rigid_modes(comm: &Comm, bodies: &Bodies, n_owned: usize, like: &Vector, free: impl Fn(usize) -> bool) -> Result<Vec<Vector>> {
     let local: Vector3<f64> = (0..n_owned).map(|i| bodies.position[i]).sum();
     let count = parallel::sum_f64(comm, n_owned as f64).max(1.0);
     let c = Vector3::new(parallel::sum_f64(comm, local.x), parallel::sum_f64(comm, local.y), parallel::sum_f64(comm, local.z)) / count;
@@ -34,7 +35,7 @@ pub fn rigid_modes(comm: &Comm, bodies: &Bodies, n_owned: usize, like: &Vector) 
                     e[m] = 1.0;
                 }
                 for (k, ek) in e.iter().enumerate() {
-                    vv[6 * i + k] = if dof_free(bodies.dof_mask[i], k) { *ek } else { 0.0 };
+                    vv[6 * i + k] = if free(6 * i + k) { *ek } else { 0.0 };
                 }
             }
         }
