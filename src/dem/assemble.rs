@@ -193,7 +193,20 @@ pub fn contact(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec
 /// [`contact`] with the tangent of kind `tangent`; `None`: the residual
 /// only (`tangent` zero), without the gap's Hessian.
 pub fn contact_with(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, x: &Vec12, tangent: Option<DemTangent>) -> Option<ContactEval> {
-    let (g, grad, n) = gap_grad(&el.kin, x);
+    contact_at(el, law, zeta, dt, x, tangent, gap_grad(&el.kin, x))
+}
+
+/// [`contact_with`] given `gap_grad(&el.kin, x)` (computed once per
+/// iterate and shared by the residual, the Jacobian and the step limit).
+pub fn contact_at(
+    el: &ContactElement,
+    law: &NormalLaw,
+    zeta: f64,
+    dt: f64,
+    x: &Vec12,
+    tangent: Option<DemTangent>,
+    (g, grad, n): (f64, Vec12, Vector3<f64>),
+) -> Option<ContactEval> {
     if g.is_nan() || g <= 0.0 {
         return None;
     }

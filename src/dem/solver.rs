@@ -6,7 +6,7 @@
 //! gap above a fraction of its current value; the penetration test of
 //! §2.4.7; rejected steps halve Δt; Δt grows after easy steps.
 use crate::body::dof_free;
-use super::assemble::{contact_with, tangential, ContactElement, Kinematics, MeshKind, TangentialElement, Vec12};
+use super::assemble::{contact_at, tangential, ContactElement, Kinematics, MeshKind, TangentialElement, Vec12};
 use super::law::TangentialLaw;
 use super::law::NormalLaw;
 use super::rigid::{self, Newmark, RigidState};
@@ -267,14 +267,31 @@ struct Problem<'a> {
     tangent_kind: crate::scene::DemTangent,
     /// Round-off floor of ‖F‖₂ at the last residual evaluation (global).
     floor: std::cell::Cell<f64>,
+    /// The local increments of the last iterate and `gap_grad` of every
+    /// contact there: the residual, the Jacobian and the step limit at one
+    /// Newton iterate share one evaluation of the (costly, exact mesh) gaps.
+    gaps: std::cell::RefCell<(Vec<f64>, Vec<Gap>)>,
     /// Prescribed displacement over the step of the wall of each contact
     /// (zero for body–body contacts): u_b of a moving wall.
     wall_shift: Vec<Vector3<f64>>,
 }
 
+/// Gap, its gradient and the normal of a contact at an iterate.
+type Gap = (f64, Vec12, Vector3<f64>);
+
 impl Problem<'_> {
     fn n_owned(&self) -> usize {
         self.ctx.layout.n_owned
+    }
+
+    /// `gap_grad` of every contact at the local increments `all`, from the
+    /// cache when `all` is the last iterate's.
+    fn gaps_at(&self, all: &[f64]) -> std::cell::Ref<'_, (Vec<f64>, Vec<Gap>)> {
+        if self.gaps.borrow().0.as_slice() != all || self.gaps.borrow().1.len() != self.elements.len() {
+            let g: Vec<Gap> = (0..self.elements.len()).map(|k| super::assemble::gap_grad(&self.elements[k].kin, &self.x12(all, k))).collect();
+            *self.gaps.borrow_mut() = (all.to_vec(), g);
+        }
+        self.gaps.borrow()
     }
 
     /// Increments of every local body (owned from `x`, ghosts forwarded).
@@ -311,8 +328,8 @@ impl Problem<'_> {
     /// Normal evaluation of contact `k` and, with friction and f_n > 0, its
     /// tangential residual, tangent and law result.
     /// `tangent` false: residuals only (the tangents are zero).
-    fn eval(&self, k: usize, x12: &Vec12, tangent: bool) -> Result<(super::assemble::ContactEval, Option<FrictionEval>), String> {
-        let e = contact_with(&self.elements[k], &self.law, self.zeta, self.dt, x12, tangent.then_some(self.tangent_kind)).ok_or_else(|| {
+    fn eval(&self, k: usize, x12: &Vec12, gap: Gap, tangent: bool) -> Result<(super::assemble::ContactEval, Option<FrictionEval>), String> {
+        let e = contact_at(&self.elements[k], &self.law, self.zeta, self.dt, x12, tangent.then_some(self.tangent_kind), gap).ok_or_else(|| {
             let c = &self.ctx.contacts;
             format!("contact {}-{} (sub {} {}): gap closed (gap at detection {:e})", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k])
         })?;
@@ -357,13 +374,14 @@ impl Problem<'_> {
                 val.push(if dof_free(self.bodies.dof_mask[i], k) { r[k] } else { all[6 * i + k] });
             }
         }
+        let gaps = self.gaps_at(&all);
         for k in 0..self.ctx.contacts.len() {
             let x12 = self.x12(&all, k);
             // A closed gap here must not end this rank's residual alone (the
             // others would wait in its collectives): NaN in the residual makes
             // the global norm NaN, so every rank's SNES stops alike and the
             // step is redone shorter.
-            let (mut e, t) = match self.eval(k, &x12, false) {
+            let (mut e, t) = match self.eval(k, &x12, gaps.1[k], false) {
                 Ok(et) => et,
                 Err(msg) => {
                     log::debug!("dem: {msg}");
@@ -427,11 +445,12 @@ impl Problem<'_> {
             let bi = self.dof(i);
             a.set_values_blocked(&[bi], &[bi], &vals, InsertMode::Add).map_err(|e| e.to_string())?;
         }
+        let gaps = self.gaps_at(&all);
         for k in 0..self.ctx.contacts.len() {
             let x12 = self.x12(&all, k);
             // A closed gap: its zero blocks keep the pattern (the residual
             // at this x is NaN already, see `residual`).
-            let (mut e, t) = match self.eval(k, &x12, true) {
+            let (mut e, t) = match self.eval(k, &x12, gaps.1[k], true) {
                 Ok(et) => et,
                 Err(msg) => {
                     log::debug!("dem: Jacobian: {msg}");
@@ -481,8 +500,9 @@ impl Problem<'_> {
         let all = self.local_increments(x)?;
         let dir = self.local_increments(y)?;
         let mut s: f64 = 1.0;
+        let gaps = self.gaps_at(&all);
         for k in 0..self.ctx.contacts.len() {
-            let (g, grad, _) = super::assemble::gap_grad(&self.elements[k].kin, &self.x12(&all, k));
+            let (g, grad, _) = gaps.1[k];
             let dg = -grad.dot(&self.x12_dir(&dir, k)); // change of g along −y
             if g > 0.0 && g + dg < fraction * g {
                 s = s.min((1.0 - fraction) * g / -dg);
@@ -708,6 +728,7 @@ impl Solver for DemSolver {
                 dt,
                 nm,
                 floor: std::cell::Cell::new(0.0),
+                gaps: Default::default(),
                 tangential: tangentials.clone(),
                 tangent_kind: d.tangent,
                 wall_shift: (0..ctx.contacts.len())
@@ -784,8 +805,9 @@ impl Solver for DemSolver {
                     let mut f_n = Vec::with_capacity(ctx.contacts.len());
                     let mut f_t = Vec::with_capacity(ctx.contacts.len());
                     let mut history = HashMap::new();
+                    let gaps = prob.gaps_at(&all);
                     for k in 0..ctx.contacts.len() {
-                        let (e, t) = prob.eval(k, &prob.x12(&all, k), false).map_err(SolverError::Other)?;
+                        let (e, t) = prob.eval(k, &prob.x12(&all, k), gaps.1[k], false).map_err(SolverError::Other)?;
                         f_n.push(e.force);
                         // force on b: −f_t of the law
                         f_t.push(t.as_ref().map_or(Vector3::zeros(), |(_, _, fr)| -fr.force));
@@ -794,6 +816,7 @@ impl Solver for DemSolver {
                             history.insert(c.key(k), Tangential { gt: fr.gap_t, normal: te.n, sliding: fr.sliding });
                         }
                     }
+                    drop(gaps);
                     self.history = history;
                     let Problem { states, nm, .. } = prob;
                     self.finish(&states, &nm, &all, bodies);
