@@ -43,7 +43,15 @@ pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it:
     // For `-compat_pc_type gamg`: GAMG's default Chebyshev bounds (10
     // estimate iterations, ×1.1) are too tight for the regularised floppy
     // modes and CG stops on an indefinite preconditioner.
-    for (k, v) in [("-compat_mg_levels_ksp_chebyshev_esteig", "0,0.05,0,1.2"), ("-compat_mg_levels_esteig_ksp_max_it", "50")] {
+    // The cp line search stops at its initial point when |F·y| < atol ‖y‖
+    // (default 1e-15) and SNES then reports convergence whatever ‖F‖ is:
+    // near the solution of a scaled problem F·y is that small (a 10^4-sphere
+    // pack on 2 ranks "converged" at 8e-10 for a tolerance of 1e-10).
+    for (k, v) in [
+        ("-compat_mg_levels_ksp_chebyshev_esteig", "0,0.05,0,1.2"),
+        ("-compat_mg_levels_esteig_ksp_max_it", "50"),
+        ("-compat_snes_linesearch_atol", "0"),
+    ] {
         crate::petsc::options::set_default(k, Some(v))?;
     }
     let mut h = dual.hessian_matrix(bodies, PREFIX)?;
