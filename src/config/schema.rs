@@ -174,6 +174,9 @@ pub struct DemCfg {
     /// How deep closed mesh–mesh pairs are sought: "step" (default, as deep
     /// as the last step could close a gap) or "skin" (contact distance + skin).
     pub closed_depth: Option<crate::scene::DemClosedDepth>,
+    /// How a Newton step is shortened: "petsc" (default; PETSc's line search
+    /// on ‖F‖) or "energy" (to the minimum of the step's energy along it).
+    pub line_search: Option<crate::scene::DemLineSearch>,
     /// Scale ε₁ (and the barrier) of each contact by the relative stiffness
     /// k̃ of its two materials, as compatible-cd does (`[[compatibility.stiffness]]`,
     /// else the series Young's moduli normalised by E_max/2, else 1). Default false.

@@ -401,6 +401,7 @@ fn dem_settings(
         tangent: d.tangent.unwrap_or_default(),
         pair_stiffness: d.pair_stiffness.unwrap_or(false),
         closed_depth: d.closed_depth.unwrap_or_default(),
+        line_search: d.line_search.unwrap_or_default(),
     })
 }
 

@@ -62,6 +62,8 @@ pub struct ContactElement {
     pub g_start: f64,
     /// Normal at configuration i (for the penetration test of §2.4.7).
     pub n_start: Vector3<f64>,
+    /// ∂g/∂x at configuration i (the gap rate at the step's start).
+    pub grad_start: Vec12,
     /// m_A m_B / (m_A + m_B) (m_A for a wall or a fixed partner).
     pub m_eff: f64,
     /// Factor on the normal law (force and its derivatives); 1 unless
@@ -205,27 +207,49 @@ pub fn contact_at(
     dt: f64,
     x: &Vec12,
     tangent: Option<DemTangent>,
-    (g, grad, n): (f64, Vec12, Vector3<f64>),
+    gap: (f64, Vec12, Vector3<f64>),
 ) -> Option<ContactEval> {
+    let e = normal_at(el, law, zeta, dt, gap)?;
+    let tangent = tangent.map_or_else(Mat12::zeros, |kind| normal_tangent(el, x, kind, &e));
+    Some(ContactEval { force: e.force, gap: e.gap, normal: e.normal, residual: e.residual, tangent, stiffness: e.stiffness, grad: e.grad })
+}
+
+/// The normal force, residual and stiffness of one contact (no tangent):
+/// what a residual evaluation needs, without a 12×12 matrix per contact.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NormalEval {
+    pub force: f64,
+    pub gap: f64,
+    pub normal: Vector3<f64>,
+    /// r = −F ∂g/∂x.
+    pub residual: Vec12,
+    /// dF/dg along the step, ∂F/∂g + ∂F/∂ġ / Δt (≤ 0 while compressed).
+    pub stiffness: f64,
+    /// ∂g/∂x.
+    pub grad: Vec12,
+}
+
+/// F(g, ġ) of eqs 49–53 at the gap `(g, ∇g, n)`, ġ ≈ (g − g^i)/Δt; `None`
+/// when the gap is not positive (outside the barrier's domain).
+pub fn normal_at(el: &ContactElement, law: &NormalLaw, zeta: f64, dt: f64, (g, grad, n): (f64, Vec12, Vector3<f64>)) -> Option<NormalEval> {
     if g.is_nan() || g <= 0.0 {
         return None;
     }
     let gdot = (g - el.g_start) / dt;
     let (f, df_dg, df_dgdot) = normal_total(law, zeta, el.m_eff, g, gdot);
     let (f, df_dg, df_dgdot) = (el.scale * f, el.scale * df_dg, el.scale * df_dgdot);
-    let dfd = df_dg + df_dgdot / dt;
-    // The gap's Hessian enters only as F ∇²g: not needed for an open contact
-    // (most of the listed ones), and the costliest part of the mesh kinematics.
-    let hess = if tangent == Some(DemTangent::Consistent) && f != 0.0 { gap(&el.kin, x).2 } else { Mat12::zeros() };
-    Some(ContactEval {
-        force: f,
-        gap: g,
-        normal: n,
-        residual: -f * grad,
-        tangent: if tangent.is_some() { -dfd * grad * grad.transpose() - f * hess } else { Mat12::zeros() },
-        stiffness: dfd,
-        grad,
-    })
+    Some(NormalEval { force: f, gap: g, normal: n, residual: -f * grad, stiffness: df_dg + df_dgdot / dt, grad })
+}
+
+/// The tangent of [`normal_at`]'s residual: −(dF/dg) ∇g ∇gᵀ − F ∇²g (the
+/// second term only for `Consistent`, and only where F ≠ 0: the gap's
+/// Hessian is the costliest part of the mesh kinematics).
+pub fn normal_tangent(el: &ContactElement, x: &Vec12, kind: DemTangent, e: &NormalEval) -> Mat12 {
+    let mut t = -e.stiffness * e.grad * e.grad.transpose();
+    if kind == DemTangent::Consistent && e.force != 0.0 {
+        t -= e.force * gap(&el.kin, x).2;
+    }
+    t
 }
 
 /// The tangential (friction) part of one contact for one step (eqs 44,
@@ -310,7 +334,7 @@ mod tests {
             } else {
                 Kinematics::Linear { g0: g_target, n, r_a: random_vec(&mut rng, 0.5), r_b: random_vec(&mut rng, 0.5) }
             };
-            let el = ContactElement { kin, g_start: g_target * 1.1, n_start: n, m_eff: 0.7, scale: 1.0 };
+            let el = ContactElement { kin, g_start: g_target * 1.1, n_start: n, grad_start: Vec12::zeros(), m_eff: 0.7, scale: 1.0 };
             let mut x = Vec12::zeros();
             for k in 0..12 {
                 x[k] = (rng.uniform() - 0.5) * 1e-3 * law.gbar;
@@ -347,7 +371,7 @@ mod tests {
             let n = random_vec(&mut rng, 1.0).normalize();
             let (r_a, r_b) = (random_vec(&mut rng, 0.5), random_vec(&mut rng, 0.5));
             let g0 = law.gbar * (0.1 + 0.8 * rng.uniform());
-            let el = ContactElement { kin: Kinematics::Linear { g0, n, r_a, r_b }, g_start: g0 * 1.05, n_start: n, m_eff: 0.7, scale: 1.0 };
+            let el = ContactElement { kin: Kinematics::Linear { g0, n, r_a, r_b }, g_start: g0 * 1.05, n_start: n, grad_start: Vec12::zeros(), m_eff: 0.7, scale: 1.0 };
             let p = Matrix3::identity() - n * n.transpose();
             let te = TangentialElement {
                 law: tl,
@@ -473,7 +497,7 @@ mod tests {
         let g0 = 0.3 * law.gbar;
         let (r_a, c_b) = (Vector3::new(0.3, -0.1, 0.2), Vector3::new(0.1, 0.4, 0.9));
         let kin = Kinematics::Mesh { kind: MeshKind::Lines { sign: e_a.cross(&e_b).dot(&n).signum() }, d0: g0 * n, r_a, r_b: r_a + g0 * n - c_b, d_a: e_a, d_b: e_b };
-        let el = ContactElement { kin, g_start: 1.1 * g0, n_start: n, m_eff: 0.7, scale: 1.0 };
+        let el = ContactElement { kin, g_start: 1.1 * g0, n_start: n, grad_start: Vec12::zeros(), m_eff: 0.7, scale: 1.0 };
         let x = Vec12::from_fn(|k, _| 1e-4 * (k as f64 - 5.5) / 6.0);
         let full = contact(&el, &law, 0.4, 1e-3, &x).unwrap();
         let gn = contact_with(&el, &law, 0.4, 1e-3, &x, Some(DemTangent::GaussNewton)).unwrap();

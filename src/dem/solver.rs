@@ -6,7 +6,7 @@
 //! gap above a fraction of its current value; the penetration test of
 //! §2.4.7; rejected steps halve Δt; Δt grows after easy steps.
 use crate::body::dof_free;
-use super::assemble::{contact_at, tangential, ContactElement, Kinematics, MeshKind, TangentialElement, Vec12};
+use super::assemble::{normal_at, normal_tangent, tangential, ContactElement, Kinematics, MeshKind, NormalEval, TangentialElement, Vec12};
 use super::law::TangentialLaw;
 use super::law::NormalLaw;
 use super::rigid::{self, Newmark, RigidState};
@@ -232,7 +232,7 @@ fn elements(ctx: &StepContext, bodies: &Bodies) -> Vec<ContactElement> {
                     .unwrap_or(Kinematics::Linear { g0: c.gap, n: c.normal, r_a: c.r_a, r_b: if wall { Vector3::zeros() } else { c.r_b } }),
                 _ => Kinematics::Linear { g0: c.gap, n: c.normal, r_a: c.r_a, r_b: if wall { Vector3::zeros() } else { c.r_b } },
             };
-            let (g0, _, n0) = super::assemble::gap_grad(&kin, &Vec12::zeros());
+            let (g0, grad0, n0) = super::assemble::gap_grad(&kin, &Vec12::zeros());
             let ma = bodies.mass[ia];
             let m_eff = if wall || bodies.fixed[ib] {
                 ma
@@ -246,12 +246,16 @@ fn elements(ctx: &StepContext, bodies: &Bodies) -> Vec<ContactElement> {
             } else {
                 1.0
             };
-            ContactElement { kin, g_start: g0, n_start: n0, m_eff, scale }
+            ContactElement { kin, g_start: g0, n_start: n0, grad_start: grad0, m_eff, scale }
         })
         .collect()
 }
 
 /// Everything a residual/Jacobian evaluation reads.
+/// A residual and where it was taken: (local increments, owned entries,
+/// floor).
+type CachedResidual = (Vec<f64>, Vec<f64>, f64);
+
 struct Problem<'a> {
     ctx: &'a StepContext<'a>,
     bodies: &'a Bodies,
@@ -274,6 +278,13 @@ struct Problem<'a> {
     /// Prescribed displacement over the step of the wall of each contact
     /// (zero for body–body contacts): u_b of a moving wall.
     wall_shift: Vec<Vector3<f64>>,
+    /// The last residual: the local increments it was taken at, its owned
+    /// entries and its floor (the energy line search and SNES evaluate the
+    /// same iterate twice).
+    last_residual: std::cell::RefCell<Option<CachedResidual>>,
+    /// Block size of the Jacobian: 6 (a body's DOFs), or 3 when no contact
+    /// couples rotations (see [`Problem::rotation_free`]).
+    bs: std::cell::Cell<usize>,
 }
 
 /// Gap, its gradient and the normal of a contact at an iterate.
@@ -327,9 +338,8 @@ impl Problem<'_> {
 
     /// Normal evaluation of contact `k` and, with friction and f_n > 0, its
     /// tangential residual, tangent and law result.
-    /// `tangent` false: residuals only (the tangents are zero).
-    fn eval(&self, k: usize, x12: &Vec12, gap: Gap, tangent: bool) -> Result<(super::assemble::ContactEval, Option<FrictionEval>), String> {
-        let e = contact_at(&self.elements[k], &self.law, self.zeta, self.dt, x12, tangent.then_some(self.tangent_kind), gap).ok_or_else(|| {
+    fn eval(&self, k: usize, x12: &Vec12, gap: Gap) -> Result<(NormalEval, Option<FrictionEval>), String> {
+        let e = normal_at(&self.elements[k], &self.law, self.zeta, self.dt, gap).ok_or_else(|| {
             let c = &self.ctx.contacts;
             format!("contact {}-{} (sub {} {}): gap closed (gap at detection {:e})", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k])
         })?;
@@ -344,6 +354,20 @@ impl Problem<'_> {
         self.ctx.layout.global_index[i] as PetscInt
     }
 
+    /// True when no contact of this rank couples a body's rotations: no
+    /// friction and spheres only (a frictionless sphere contact acts
+    /// through the centres). The rotational DOFs then have their inertia
+    /// block alone, and a Jacobian of 3×3 blocks leaves them out of the
+    /// coupled part: a quarter of the 6×6 blocks' entries for ILU and MatMult.
+    fn rotation_free(&self) -> bool {
+        let c = self.ctx.contacts;
+        self.tangential.iter().all(Option::is_none)
+            && (0..c.len()).all(|k| {
+                sphere_radius(self.ctx, self.bodies, c.ia[k]).is_some()
+                    && (c.ib[k] == WALL_INDEX || sphere_radius(self.ctx, self.bodies, c.ib[k]).is_some())
+            })
+    }
+
     /// The residual (eq 63) at `x`. Also records in `self.floor` the
     /// round-off floor of ‖F‖₂: per entry, ε times the sizes of the terms
     /// summed into it, plus for each contact |dF/dg| times the round-off of
@@ -354,6 +378,24 @@ impl Problem<'_> {
     /// died at dt_min this way).
     fn residual(&self, x: &Vector, f: &mut Vector) -> Result<(), String> {
         let all = self.local_increments(x)?;
+        // The same iterate on every rank (residual_at is collective: a rank
+        // whose own increments did not change must not skip it alone).
+        let hit = self.last_residual.borrow().as_ref().is_some_and(|(at, _, _)| *at == all);
+        if parallel::all_ok(self.ctx.comm, hit) {
+            if let Some((_, vals, floor)) = self.last_residual.borrow().as_ref() {
+                f.view_mut().map_err(|e| e.to_string())?.copy_from_slice(vals);
+                self.floor.set(*floor);
+            }
+            return Ok(());
+        }
+        self.residual_at(&all, f)?;
+        let vals = f.view().map_err(|e| e.to_string())?.to_vec();
+        *self.last_residual.borrow_mut() = Some((all, vals, self.floor.get()));
+        Ok(())
+    }
+
+    /// The residual at the local increments `all` (see [`Self::residual`]).
+    fn residual_at(&self, all: &[f64], f: &mut Vector) -> Result<(), String> {
         let n = self.n_owned();
         f.zero().map_err(|e| e.to_string())?;
         let mut idx: Vec<PetscInt> = Vec::with_capacity(6 * n);
@@ -374,14 +416,18 @@ impl Problem<'_> {
                 val.push(if dof_free(self.bodies.dof_mask[i], k) { r[k] } else { all[6 * i + k] });
             }
         }
-        let gaps = self.gaps_at(&all);
+        let gaps = self.gaps_at(all);
         for k in 0..self.ctx.contacts.len() {
-            let x12 = self.x12(&all, k);
+            // Open beyond ḡ: no force (nor friction).
+            if gaps.1[k].0 >= self.law.gbar {
+                continue;
+            }
+            let x12 = self.x12(all, k);
             // A closed gap here must not end this rank's residual alone (the
             // others would wait in its collectives): NaN in the residual makes
             // the global norm NaN, so every rank's SNES stops alike and the
             // step is redone shorter.
-            let (mut e, t) = match self.eval(k, &x12, gaps.1[k], false) {
+            let (mut e, t) = match self.eval(k, &x12, gaps.1[k]) {
                 Ok(et) => et,
                 Err(msg) => {
                     log::debug!("dem: {msg}");
@@ -427,7 +473,10 @@ impl Problem<'_> {
         f.assemble().map_err(|e| e.to_string())
     }
 
-    fn jacobian(&self, x: &Vector, a: &mut Mat) -> Result<(), String> {
+    /// The Jacobian at `x`. `pattern`: the first assembly of `a`, which
+    /// inserts a (zero) block for every listed contact so that the nonzero
+    /// pattern holds for the whole solve; later assemblies skip open contacts.
+    fn jacobian(&self, x: &Vector, a: &mut Mat, pattern: bool) -> Result<(), String> {
         let all = self.local_increments(x)?;
         let n = self.n_owned();
         a.zero_entries().map_err(|e| e.to_string())?;
@@ -438,55 +487,93 @@ impl Problem<'_> {
             for r in 0..6 {
                 if !dof_free(self.bodies.dof_mask[i], r) {
                     k.row_mut(r).fill(0.0);
+                    k.column_mut(r).fill(0.0);
                     k[(r, r)] = 1.0;
                 }
             }
-            let vals: Vec<f64> = k.transpose().iter().copied().collect(); // row-major
             let bi = self.dof(i);
-            a.set_values_blocked(&[bi], &[bi], &vals, InsertMode::Add).map_err(|e| e.to_string())?;
+            if self.bs.get() == 3 {
+                // Translation and rotation blocks; inertia does not couple them.
+                for part in 0..2 {
+                    let blk = k.fixed_view::<3, 3>(3 * part, 3 * part).transpose();
+                    let r = 2 * bi + part as PetscInt;
+                    a.set_values_blocked(&[r], &[r], blk.as_slice(), InsertMode::Add).map_err(|e| e.to_string())?;
+                }
+            } else {
+                a.set_values_blocked(&[bi], &[bi], k.transpose().as_slice(), InsertMode::Add).map_err(|e| e.to_string())?;
+            }
         }
         let gaps = self.gaps_at(&all);
+        let mut vals = [0.0; 144];
         for k in 0..self.ctx.contacts.len() {
-            let x12 = self.x12(&all, k);
-            // A closed gap: its zero blocks keep the pattern (the residual
-            // at this x is NaN already, see `residual`).
-            let (mut e, t) = match self.eval(k, &x12, gaps.1[k], true) {
-                Ok(et) => et,
-                Err(msg) => {
-                    log::debug!("dem: Jacobian: {msg}");
-                    (super::assemble::ContactEval::default(), None)
-                }
-            };
-            if let Some((_, kt, _)) = &t {
-                e.tangent += kt;
+            let open = gaps.1[k].0 >= self.law.gbar;
+            if open && !pattern {
+                continue;
             }
-            // Inactive contacts still insert (zero) blocks: the nonzero
-            // pattern must not change between Newton iterations, since a new
-            // off-process block in an assembled MPIBAIJ matrix left its
-            // off-diagonal part inconsistent (SEGV in MatMult_MPIBAIJ on 2
-            // ranks once a contact switched on mid-solve).
-            let mut t = if e.force == 0.0 { super::assemble::Mat12::zeros() } else { e.tangent };
-            let sides = [self.ctx.contacts.ia[k], self.ctx.contacts.ib[k]];
-            for (s, &body) in sides.iter().enumerate() {
+            // Open contacts, and inactive ones, insert zero blocks at the
+            // first assembly: the nonzero pattern must not change between
+            // Newton iterations, since a new off-process block in an
+            // assembled MPIBAIJ matrix left its off-diagonal part
+            // inconsistent (SEGV in MatMult_MPIBAIJ on 2 ranks once a
+            // contact switched on mid-solve). A closed gap also gives zero
+            // blocks (the residual at this x is NaN already, see `residual`).
+            let x12 = self.x12(&all, k);
+            let mut t = super::assemble::Mat12::zeros();
+            if !open {
+                match self.eval(k, &x12, gaps.1[k]) {
+                    Ok((e, fr)) if e.force != 0.0 => {
+                        t = normal_tangent(&self.elements[k], &x12, self.tangent_kind, &e);
+                        if let Some((_, kt, _)) = &fr {
+                            t += kt;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(msg) => log::debug!("dem: Jacobian: {msg}"),
+                }
+            }
+            let (ia, ib) = (self.ctx.contacts.ia[k], self.ctx.contacts.ib[k]);
+            // A fixed DOF's row is the identity (its increment stays 0), and
+            // its column is zero too: the same Newton direction, and the
+            // Jacobian keeps the symmetry of the contact terms (CG, ICC, AMG).
+            for (s, body) in [(0, ia), (1, ib)] {
                 if body == WALL_INDEX {
                     continue;
                 }
                 for j in 0..6 {
                     if !dof_free(self.bodies.dof_mask[body], j) {
                         t.row_mut(6 * s + j).fill(0.0);
+                        t.column_mut(6 * s + j).fill(0.0);
                     }
                 }
             }
-            for (s, &rb) in sides.iter().enumerate() {
-                for (c, &cb) in sides.iter().enumerate() {
-                    if rb == WALL_INDEX || cb == WALL_INDEX {
-                        continue;
+            // One call per contact: the 12×12 block row-major over block rows
+            // and columns [a, b] (just [a] against a wall); with 3×3 blocks
+            // the translational parts only.
+            if self.bs.get() == 3 {
+                let sides: &[usize] = if ib == WALL_INDEX { &[0] } else { &[0, 1] };
+                let m = 3 * sides.len();
+                for (r, &sr) in sides.iter().enumerate() {
+                    for (c, &sc) in sides.iter().enumerate() {
+                        for i in 0..3 {
+                            for j in 0..3 {
+                                vals[(3 * r + i) * m + 3 * c + j] = t[(6 * sr + i, 6 * sc + j)];
+                            }
+                        }
                     }
-                    let blk = t.fixed_view::<6, 6>(6 * s, 6 * c);
-                    let vals: Vec<f64> = blk.transpose().iter().copied().collect();
-                    a.set_values_blocked(&[self.dof(rb)], &[self.dof(cb)], &vals, InsertMode::Add)
-                        .map_err(|e| e.to_string())?;
                 }
+                let rows = [2 * self.dof(ia), if ib == WALL_INDEX { 0 } else { 2 * self.dof(ib) }];
+                a.set_values_blocked(&rows[..sides.len()], &rows[..sides.len()], &vals[..m * m], InsertMode::Add).map_err(|e| e.to_string())?;
+            } else if ib == WALL_INDEX {
+                for r in 0..6 {
+                    for c in 0..6 {
+                        vals[6 * r + c] = t[(r, c)];
+                    }
+                }
+                a.set_values_blocked(&[self.dof(ia)], &[self.dof(ia)], &vals[..36], InsertMode::Add).map_err(|e| e.to_string())?;
+            } else {
+                vals.copy_from_slice(t.transpose().as_slice());
+                let rows = [self.dof(ia), self.dof(ib)];
+                a.set_values_blocked(&rows, &rows, &vals, InsertMode::Add).map_err(|e| e.to_string())?;
             }
         }
         a.assemble().map_err(|e| e.to_string())
@@ -510,7 +597,69 @@ impl Problem<'_> {
         }
         Ok(-parallel::max_f64(self.ctx.comm, -s))
     }
+
+    /// The step length λ ∈ (0, s] along the Newton direction (PETSc steps to
+    /// x − λ y) where the step's incremental energy Π stops falling: a root
+    /// of h(λ) = yᵀF(x − λy) = −dΠ/dλ, by false position (Illinois) between
+    /// h(0) > 0 and h(s) < 0; s when Π still falls at s. F is ∇Π for
+    /// conservative contacts (the damping of a step is a function of the
+    /// gap, ġ = (g − g^i)/Δt), and Π falls at every accepted step, so Newton
+    /// cannot cycle between active sets, which it did with full steps and
+    /// crept through with PETSc's backtracking on ‖F‖ (the dropped stiff
+    /// pyramid: contacts switching on and off in a period of 2 or 4
+    /// iterations). Stops once |h| ≤ h(0)/2 (a curvature condition), or at a
+    /// direction that is no descent (h(0) ≤ 0, nonsymmetric tangents with
+    /// friction): then s.
+    fn energy_step(&self, x: &Vector, y: &Vector, s: f64) -> Result<f64, String> {
+        let mut w = x.duplicate().map_err(|e| e.to_string())?;
+        let mut fw = x.duplicate().map_err(|e| e.to_string())?;
+        let mut h = |lambda: f64| -> Result<f64, String> {
+            w.waxpy(-lambda, y, x).map_err(|e| e.to_string())?;
+            self.residual(&w, &mut fw)?;
+            let v = y.dot(&fw).map_err(|e| e.to_string())?;
+            // A closed gap (NaN residual) lies beyond the minimum.
+            Ok(if v.is_nan() { f64::NEG_INFINITY } else { v })
+        };
+        let h0 = h(0.0)?;
+        // (NaN included: no descent to search along)
+        if h0.is_nan() || h0 <= 0.0 {
+            return Ok(s);
+        }
+        let (mut a, mut ha, mut b) = (0.0, h0, s);
+        let mut hb = h(b)?;
+        if hb >= -0.5 * h0 {
+            return Ok(s);
+        }
+        let mut side = 0;
+        for _ in 0..ENERGY_SEARCH_EVALUATIONS {
+            // False position; an infinite h(b) (closed gap) bisects.
+            let c = if hb.is_finite() { a + (b - a) * ha / (ha - hb) } else { 0.5 * (a + b) };
+            let c = c.clamp(a + 0.01 * (b - a), b - 0.01 * (b - a));
+            let hc = h(c)?;
+            if hc.abs() <= 0.5 * h0 {
+                return Ok(c);
+            }
+            if hc > 0.0 {
+                (a, ha) = (c, hc);
+                if side == 1 {
+                    hb *= 0.5;
+                }
+                side = 1;
+            } else {
+                (b, hb) = (c, hc);
+                if side == -1 {
+                    ha *= 0.5;
+                }
+                side = -1;
+            }
+        }
+        // Π fell on the whole of [0, a].
+        Ok(if a > 0.0 { a } else { b })
+    }
 }
+
+/// Residual evaluations the energy line search may spend on one Newton step.
+const ENERGY_SEARCH_EVALUATIONS: usize = 8;
 
 impl Solver for DemSolver {
     /// Tables: "accelerations" (key body id; ü, ω̇), "friction" (key body
@@ -685,6 +834,15 @@ impl Solver for DemSolver {
         let elements = elements(ctx, bodies);
         let tangentials = self.tangential_elements(ctx, bodies, &elements);
         let mut dt = self.dt.min(d.dt_max).min(ctx.dt);
+        // Δt control for impacts, ahead of the step: the largest Δt at which
+        // no closing contact changes its gap by more than `gap_change` of
+        // its end value (the criterion checked after the step), predicted
+        // from the gap rates at the step's start. Without it a contact
+        // landing from beyond ḡ is found only by a failed or rejected step.
+        let ahead = impact_dt(ctx, bodies, &elements, law.gbar, d.gap_change, dt);
+        if ahead < dt {
+            dt = ahead.max(d.dt_min);
+        }
         let mut iterations = 0u64;
         let (mut linear, rejected_before) = (0u64, self.rejected);
         // `[[load]]`s by body id: whichever rank owns the body applies it.
@@ -729,6 +887,8 @@ impl Solver for DemSolver {
                 nm,
                 floor: std::cell::Cell::new(0.0),
                 gaps: Default::default(),
+                last_residual: Default::default(),
+                bs: std::cell::Cell::new(6),
                 tangential: tangentials.clone(),
                 tangent_kind: d.tangent,
                 wall_shift: (0..ctx.contacts.len())
@@ -807,7 +967,7 @@ impl Solver for DemSolver {
                     let mut history = HashMap::new();
                     let gaps = prob.gaps_at(&all);
                     for k in 0..ctx.contacts.len() {
-                        let (e, t) = prob.eval(k, &prob.x12(&all, k), gaps.1[k], false).map_err(SolverError::Other)?;
+                        let (e, t) = prob.eval(k, &prob.x12(&all, k), gaps.1[k]).map_err(SolverError::Other)?;
                         f_n.push(e.force);
                         // force on b: −f_t of the law
                         f_t.push(t.as_ref().map_or(Vector3::zeros(), |(_, _, fr)| -fr.force));
@@ -905,6 +1065,34 @@ impl DemSolver {
     }
 }
 
+/// The largest Δt ≤ `dt` (global) at which no contact closing at its rate
+/// of the step's start, ġ = ∇g · (v_a, ω_a, v_b, ω_b), and ending within ḡ,
+/// changes its gap by more than `gap_change` of the gap it ends at:
+/// |ġ| Δt ≤ c (g − |ġ| Δt), i.e. Δt ≤ c g / (|ġ| (1 + c)).
+fn impact_dt(ctx: &StepContext, bodies: &Bodies, elements: &[ContactElement], gbar: f64, gap_change: f64, dt: f64) -> f64 {
+    let c = ctx.contacts;
+    let mut limit = dt;
+    for (k, el) in elements.iter().enumerate() {
+        let (ia, ib) = (c.ia[k], c.ib[k]);
+        let mut v = Vec12::zeros();
+        v.fixed_rows_mut::<3>(0).copy_from(&bodies.velocity[ia]);
+        v.fixed_rows_mut::<3>(3).copy_from(&bodies.angular_velocity[ia]);
+        if ib == WALL_INDEX {
+            if let Some(w) = ctx.scene.walls.get((c.b[k] - WALL_ID_BASE) as usize) {
+                v.fixed_rows_mut::<3>(6).copy_from(&(w.displacement(ctx.time, dt) / dt));
+            }
+        } else {
+            v.fixed_rows_mut::<3>(6).copy_from(&bodies.velocity[ib]);
+            v.fixed_rows_mut::<3>(9).copy_from(&bodies.angular_velocity[ib]);
+        }
+        let closing = -el.grad_start.dot(&v);
+        if closing > 0.0 && el.g_start - closing * limit < gbar {
+            limit = limit.min(gap_change * el.g_start / (closing * (1.0 + gap_change)));
+        }
+    }
+    -parallel::max_f64(ctx.comm, -limit)
+}
+
 /// `v` turned by the smallest rotation taking unit `from` onto unit `to`
 /// (eq 44's Q_c^Δ): R = I + [w]× + [w]×²/(1 + c), w = from × to, c = from·to
 /// (no acos: `Rotation3::rotation_between` gave NaN for normals a few ulps
@@ -926,31 +1114,37 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: bool) -> Res
     let comm = prob.ctx.comm;
     let n = prob.n_owned();
     let nb = n as PetscInt;
+    // 3×3 blocks when no contact couples rotations (every rank agrees).
+    let bs: usize = if parallel::all_ok(comm, prob.rotation_free()) { 3 } else { 6 };
+    prob.bs.set(bs);
+    let parts = 6 / bs; // block rows per body: [translation, rotation] or one
     // Preallocation: block rows get the diagonal plus one block per local
-    // contact of the body; partners on other ranks add more (allowed).
-    let mut d_nnz = vec![1 as PetscInt; n];
-    let mut o_nnz = vec![0 as PetscInt; n];
+    // contact of the body (its translational row with 3×3 blocks); partners
+    // on other ranks add more (allowed).
+    let mut d_nnz = vec![1 as PetscInt; parts * n];
+    let mut o_nnz = vec![0 as PetscInt; parts * n];
     for k in 0..prob.ctx.contacts.len() {
         let (ia, ib) = (prob.ctx.contacts.ia[k], prob.ctx.contacts.ib[k]);
         for (p, q) in [(ia, ib), (ib, ia)] {
             if p < n && q != WALL_INDEX {
                 if q < n {
-                    d_nnz[p] += 1;
+                    d_nnz[parts * p] += 1;
                 } else {
-                    o_nnz[p] += 1;
+                    o_nnz[parts * p] += 1;
                 }
             }
         }
     }
     let total = parallel::sum_u64(comm, n as u64) as PetscInt;
-    for i in 0..n {
-        d_nnz[i] = (d_nnz[i] + 4).min(nb.max(1));
-        o_nnz[i] = (o_nnz[i] + 4).min((total - nb).max(0));
+    let (rows, all_rows) = ((parts * n) as PetscInt, parts as PetscInt * total);
+    for i in 0..parts * n {
+        d_nnz[i] = (d_nnz[i] + 4).min(rows.max(1));
+        o_nnz[i] = (o_nnz[i] + 4).min((all_rows - rows).max(0));
     }
-    // BAIJ (6×6 blocks: block ILU), or AIJ of block size 6 for GAMG, which
-    // needs a matrix graph PETSc 3.18 makes only of AIJ.
+    // BAIJ (block ILU), or AIJ of the block size for GAMG, which needs a
+    // matrix graph PETSc 3.18 makes only of AIJ.
     let kind = if petsc::options::get("-pc_type")?.as_deref() == Some("gamg") { "aij" } else { "baij" };
-    let mut jac = Mat::blocked(comm, kind, 6, 6 * nb, 6 * nb, &d_nnz, &o_nnz)?;
+    let mut jac = Mat::blocked(comm, kind, bs as PetscInt, 6 * nb, 6 * nb, &d_nnz, &o_nnz)?;
     jac.set_new_nonzero_allocation_err(false)?;
     let mut x = Vector::mpi(comm, 6 * nb)?;
     // For `-pc_type gamg`: the rigid motions (ignored by other preconditioners).
@@ -959,13 +1153,20 @@ fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: bool) -> Res
     let f = x.duplicate()?;
     let fraction = d.gap_fraction;
     let mut snes = Snes::new(comm)?;
-    if full_steps {
+    let energy = d.line_search == crate::scene::DemLineSearch::Energy && !full_steps;
+    if full_steps || energy {
         snes.set_line_search_type("basic")?;
     }
     snes.set_function(Some(&f), |x: &Vector, f: &mut Vector| prob.residual(x, f))?;
-    snes.set_jacobian(&jac, None, |x: &Vector, a: &mut Mat, _p: Option<&mut Mat>| prob.jacobian(x, a))?;
-    snes.set_line_search_precheck(|x: &Vector, y: &mut Vector| -> Result<bool, String> {
+    let mut pattern = true;
+    snes.set_jacobian(&jac, None, move |x: &Vector, a: &mut Mat, _p: Option<&mut Mat>| {
+        let r = prob.jacobian(x, a, pattern);
+        pattern = false;
+        r
+    })?;
+    snes.set_line_search_precheck(move |x: &Vector, y: &mut Vector| -> Result<bool, String> {
         let s = prob.step_limit(x, y, fraction)?;
+        let s = if energy { prob.energy_step(x, y, s)? } else { s };
         if s < 1.0 {
             y.scale(s).map_err(|e| e.to_string())?;
             Ok(true)

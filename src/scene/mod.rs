@@ -276,6 +276,22 @@ pub struct DemSettings {
     pub pair_stiffness: bool,
     /// How deep closed mesh–mesh pairs are sought.
     pub closed_depth: DemClosedDepth,
+    /// How a Newton step is shortened.
+    pub line_search: DemLineSearch,
+}
+
+/// How the DEM shortens a Newton step (`[dem] line_search`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DemLineSearch {
+    /// Along the Newton direction to where the step's incremental energy
+    /// stops falling (a root of yᵀF): the residual is the gradient of that
+    /// energy for conservative contact forces, and descent in it cannot
+    /// cycle between active sets as full steps or descent in ‖F‖ do.
+    Energy,
+    /// PETSc's line search (`bt` on ‖F‖², or `-snes_linesearch_type`).
+    #[default]
+    Petsc,
 }
 
 /// How deep the DEM's search seeks closed mesh–mesh pairs (`[dem] closed_depth`).
