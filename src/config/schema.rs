@@ -340,6 +340,11 @@ pub struct GenerateCfg {
     pub origin: Option<[f64; 3]>,
     /// Lattice: bodies along x, y, z.
     pub count: Option<CountCfg>,
+    /// Lattice: centre spacing (default 2R + gap). Mesh bodies may be spaced
+    /// closer than their bounding spheres (at least R + gap/2): each body
+    /// then takes the first orientation draw whose mesh keeps `gap` to its
+    /// neighbours (see README "Config").
+    pub spacing: Option<f64>,
     /// Surface gap between neighbours (lattice, pyramid, random).
     #[serde(default)]
     pub gap: f64,
