@@ -417,6 +417,10 @@ pub struct OutputCfg {
     pub checkpoint_every: u64,
     #[serde(default = "default_keep")]
     pub checkpoint_keep: usize,
+    /// Also checkpoint after the run's last step (t_end or until_static), so
+    /// that `restart --set ...` continues from the end. Default false.
+    #[serde(default)]
+    pub checkpoint_at_end: bool,
     #[serde(default = "default_every")]
     pub thermo_every: u64,
     /// Wall-clock seconds after which a thermo line is printed anyway.
@@ -431,6 +435,7 @@ impl Default for OutputCfg {
             every: default_every(),
             checkpoint_every: 0,
             checkpoint_keep: default_keep(),
+            checkpoint_at_end: false,
             thermo_every: default_every(),
             thermo_seconds: default_thermo_seconds(),
         }

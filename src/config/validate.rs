@@ -184,6 +184,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
         every: o.every,
         checkpoint_every: o.checkpoint_every,
         checkpoint_keep: o.checkpoint_keep,
+        checkpoint_at_end: o.checkpoint_at_end,
         thermo_every: o.thermo_every,
         thermo_seconds: c.positive("output.thermo_seconds", o.thermo_seconds)?,
     };
