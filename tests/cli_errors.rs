@@ -71,7 +71,7 @@ fn expect_error(text: &str, extra: &[&str], key: &str) {
 
 #[test]
 fn unknown_key() {
-    expect_error(&GOOD.replace("dt = 0.001", "dt = 0.001\nfoo = 3"), &[], "simulation.foo");
+    expect_error(&GOOD.replace("dt = 0.001", "dt = 0.001\nfoo = 3"), &[], "simulation.foo:");
 }
 
 #[test]
