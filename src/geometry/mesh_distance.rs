@@ -35,18 +35,27 @@ pub fn mesh_distance(a: &TriMesh, pa: &Isometry3<f64>, b: &TriMesh, pb: &Isometr
             .collect()
     };
     let (ba, bb) = (boxes(va, &a.triangles, 0.5 * cutoff), boxes(&vb, &b.triangles, 0.5 * cutoff));
-    // Sweep along x over the boxes sorted by their lower x.
-    let order = |bx: &[Aabb]| {
-        let mut o: Vec<usize> = (0..bx.len()).collect();
+    let whole = |bx: &[Aabb]| {
+        bx.iter().fold(Aabb::empty(), |mut w, q| {
+            w.grow(&q.min);
+            w.grow(&q.max);
+            w
+        })
+    };
+    let (wa, wb) = (whole(&ba), whole(&bb));
+    let overlap = |p: &Aabb, q: &Aabb| (0..3).all(|k| p.min[k] <= q.max[k] && q.min[k] <= p.max[k]);
+    // Sweep along x over the boxes that meet the other body's box, sorted
+    // by their lower x.
+    let order = |bx: &[Aabb], other: &Aabb| {
+        let mut o: Vec<usize> = (0..bx.len()).filter(|&i| overlap(&bx[i], other)).collect();
         o.sort_by(|&i, &j| bx[i].min.x.total_cmp(&bx[j].min.x));
         o
     };
-    let (oa, ob) = (order(&ba), order(&bb));
-    let overlap = |p: &Aabb, q: &Aabb| (0..3).all(|k| p.min[k] <= q.max[k] && q.min[k] <= p.max[k]);
+    let (oa, ob) = (order(&ba, &wb), order(&bb, &wa));
     let mut best = f64::INFINITY;
     // A box of b starting more than the widest b box before a's box starts
     // ends before it (and before every later one of a).
-    let wide = bb.iter().map(|q| q.max.x - q.min.x).fold(0.0, f64::max);
+    let wide = ob.iter().map(|&j| bb[j].max.x - bb[j].min.x).fold(0.0, f64::max);
     let mut start = 0;
     for &i in &oa {
         while start < ob.len() && bb[ob[start]].min.x < ba[i].min.x - wide {
@@ -61,6 +70,12 @@ pub fn mesh_distance(a: &TriMesh, pa: &Isometry3<f64>, b: &TriMesh, pb: &Isometr
             }
             let ta = a.triangles[i].map(|k| va[k as usize]);
             let tb = b.triangles[j].map(|k| vb[k as usize]);
+            // Most boxes of the long, thin triangles of a mesh overlap with
+            // the triangles a plane apart: skip those farther than the cutoff.
+            let reach = cutoff.min(best);
+            if beyond_plane(&ta, &tb, reach) || beyond_plane(&tb, &ta, reach) {
+                continue;
+            }
             best = best.min(triangle_distance(&ta, &tb));
             if best == 0.0 {
                 return 0.0;
@@ -69,8 +84,13 @@ pub fn mesh_distance(a: &TriMesh, pa: &Isometry3<f64>, b: &TriMesh, pb: &Isometr
     }
     // The surfaces do not cross: the bodies overlap only if one holds the
     // other (then every vertex of it is inside; the surfaces may still be near).
+    // (A body inside the other lies inside its box.)
+    let within = |p: &Aabb, q: &Aabb| (0..3).all(|k| p.min[k] >= q.min[k] && p.max[k] <= q.max[k]);
+    if within(&wb, &wa) && winding_number(va, &a.triangles, &vb[0]).abs() > 0.5 {
+        return 0.0;
+    }
     let a_in_b = (rel.inverse() * Point3::from(va[0])).coords;
-    if winding_number(va, &a.triangles, &vb[0]).abs() > 0.5 || winding_number(&b.vertices, &b.triangles, &a_in_b).abs() > 0.5 {
+    if within(&wa, &wb) && winding_number(&b.vertices, &b.triangles, &a_in_b).abs() > 0.5 {
         return 0.0;
     }
     if best < cutoff {
@@ -78,6 +98,18 @@ pub fn mesh_distance(a: &TriMesh, pa: &Isometry3<f64>, b: &TriMesh, pb: &Isometr
     } else {
         f64::INFINITY
     }
+}
+
+/// True when every vertex of `u` lies farther than `d` from the plane of
+/// `t`, on one side (then the triangles are farther than `d` apart).
+fn beyond_plane(t: &[Vector3<f64>; 3], u: &[Vector3<f64>; 3], d: f64) -> bool {
+    let n = (t[1] - t[0]).cross(&(t[2] - t[0]));
+    let len = n.norm();
+    if len == 0.0 {
+        return false;
+    }
+    let s = u.map(|p| n.dot(&(p - t[0])) / len);
+    s.iter().all(|&x| x > d) || s.iter().all(|&x| x < -d)
 }
 
 /// Distance between two triangles, 0 when they cross or touch.
