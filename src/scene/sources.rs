@@ -194,6 +194,9 @@ fn lattice_color(c: [u64; 3]) -> u64 {
     c[0] % 2 + 2 * (c[1] % 2) + 4 * (c[2] % 2)
 }
 
+/// A body of a checked lattice: index within its source, centre, orientation.
+pub type Oriented = (u64, Vector3<f64>, UnitQuaternion<f64>);
+
 /// A lattice body that found no orientation keeping the gap to its neighbours.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Blocked {
@@ -225,7 +228,7 @@ pub fn checked_lattice_in(
     random_orientation: bool,
     lo: Vector3<f64>,
     hi: Vector3<f64>,
-) -> Result<Vec<(u64, Vector3<f64>, UnitQuaternion<f64>)>, Blocked> {
+) -> Result<Vec<Oriented>, Blocked> {
     let inner: Vec<(u64, u64)> = (0..3).map(|a| index_range(origin[a], spacing, 0.0, n[a], lo[a], hi[a])).collect();
     if inner.iter().any(|r| r.0 >= r.1) {
         return Ok(Vec::new());
