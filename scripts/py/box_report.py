@@ -18,6 +18,7 @@ from pathlib import Path
 
 import h5py
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -49,15 +50,20 @@ def thermo(log):
 
 
 def frames(path, gbar):
-    """(step, time, listed, active body-body, active body-wall) per frame."""
+    """(step, time, listed, active body-body, active body-wall, the shape of
+    the pack: highest and mean centre z, largest and 90th-percentile
+    horizontal distance of a centre from the z axis) per frame."""
     out = []
     with h5py.File(path, "r") as f:
         for name, g in f["frames"].items():
             c = g["contacts"]
             gap, b = c["gap"][()], c["body_b"][()]
-            act = gap < gbar
+            act = (gap < gbar) & (gap > 0)
+            p = g["bodies"]["position"][()].reshape(-1, 3)
+            r = np.hypot(p[:, 0], p[:, 1])
             out.append((int(g.attrs["step"]), float(g.attrs["time"]), len(gap),
-                        int((act & (b < WALL)).sum()), int((act & (b >= WALL)).sum())))
+                        int((act & (b < WALL)).sum()), int((act & (b >= WALL)).sum()),
+                        float(p[:, 2].max()), float(p[:, 2].mean()), float(r.max()), float(np.percentile(r, 90))))
     return sorted(out, key=lambda r: r[1])
 
 
@@ -111,7 +117,7 @@ def main():
     dest = Path("benchmarks/boxes")
     dest.mkdir(parents=True, exist_ok=True)
     with open(dest / f"{name}.csv", "w") as f:
-        f.write("step,time,listed,active_body_body,active_body_wall\n")
+        f.write("step,time,listed,active_body_body,active_body_wall,z_top,z_mean,r_max,r_90\n")
         for r in fr:
             f.write(",".join(str(v) for v in r) + "\n")
     fig, ax = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
