@@ -6,14 +6,17 @@ chain of runs, from configs/box-1005-tetrapods-paper.toml:
         [-- PETSC OPTIONS]
 
 Stages (times from the config: the lateral walls' `path` and `until`,
-simulation.t_end; friction from material[0].friction):
+simulation.t_end; friction μ from material[0].friction):
 
-    (a)-(c) fill-push     `stiffgrain run CONFIG`: placement, drop, lateral
-                          walls moved inwards; ends at the walls' last path time
-    (d)     friction-off  restart with --set material[0].friction=0 for
-                          --friction-off seconds (default 1.5)
-    (e)     friction-on   restart with the config's friction, to the walls' `until`
-    (f)     collapse      restart to simulation.t_end (the walls are gone)
+    (a)-(b) fill          `stiffgrain run CONFIG`: placement, drop and first
+                          pack, to the walls' first path time
+    (c)     push          the lateral walls move inwards, to their last path
+                          time, with friction --push-friction (default 0: with
+                          μ = 0.6 the paper's pack jammed between the walls,
+                          see BENCHMARKS.md, so the push runs frictionless too)
+    (d)     friction-off  friction 0 for --friction-off more seconds (1.5)
+    (e)     friction-on   friction μ again, to the walls' `until`
+    (f)     collapse      to simulation.t_end (the walls are gone)
 
 Each stage restarts from the checkpoint the previous one wrote at its end
 (`output.checkpoint_at_end`), which is kept as OUT/stage-NAME.h5 beside
@@ -44,22 +47,27 @@ ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-9
 
 
-def stages(cfg, friction_off):
+def stages(cfg, friction_off, push_friction):
     """[(name, paper step, end time, friction)] from the config."""
     mu = cfg["material"][0].get("friction", 0.0)
     lateral = [w for w in cfg["wall"] if "until" in w]
     if not lateral or any("path" not in w for w in lateral):
         sys.exit("tetrapod_box: the config needs lateral walls with `path` (moving in) and `until` (removal)")
     pushed = {w["path"][-1][0] for w in lateral}
+    first = {w["path"][0][0] for w in lateral}
     until = {w["until"] for w in lateral}
     if len(pushed) != 1 or len(until) != 1:
         sys.exit(f"tetrapod_box: the lateral walls must end their paths ({sorted(pushed)}) and go ({sorted(until)}) at one time each")
-    t_push, t_until, t_end = pushed.pop(), until.pop(), cfg["simulation"]["t_end"]
+    if len(first) != 1:
+        sys.exit(f"tetrapod_box: the lateral walls must start to move at one time ({sorted(first)})")
+    t_start, t_push, t_until, t_end = first.pop(), pushed.pop(), until.pop(), cfg["simulation"]["t_end"]
     t_on = t_push + friction_off
-    if not t_push < t_on < t_until < t_end:
-        sys.exit(f"tetrapod_box: need walls in ({t_push}) < friction on ({t_on}) < walls removed ({t_until}) < t_end ({t_end})")
+    if not 0 < t_start < t_push < t_on < t_until < t_end:
+        sys.exit(f"tetrapod_box: need 0 < walls start ({t_start}) < walls in ({t_push}) < friction on ({t_on}) < walls removed ({t_until}) < t_end ({t_end})")
+    mu_push = mu if push_friction is None else push_friction
     return [
-        ("fill-push", "(a)-(c)", t_push, mu),
+        ("fill", "(a)-(b)", t_start, mu),
+        ("push", "(c)", t_push, mu_push),
         ("friction-off", "(d)", t_on, 0.0),
         ("friction-on", "(e)", t_until, mu),
         ("collapse", "(f)", t_end, mu),
@@ -158,7 +166,8 @@ def main():
     p.add_argument("--config", type=Path, default=ROOT / "configs/box-1005-tetrapods-paper.toml")
     p.add_argument("--out", type=Path, help="output dir (default: the config's output.dir)")
     p.add_argument("--exe", type=Path, default=ROOT / "target/release/stiffgrain")
-    p.add_argument("--friction-off", type=float, default=1.5, help="seconds of step (d)")
+    p.add_argument("--friction-off", type=float, default=1.5, help="seconds of step (d) after the push")
+    p.add_argument("--push-friction", type=float, default=0.0, help="friction while the walls move in (default 0; the paper: the config's μ)")
     p.add_argument("--nice", type=int, default=10)
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in OUT")
     p.add_argument("--overwrite", action="store_true", help="start afresh over an earlier run in OUT")
@@ -166,7 +175,7 @@ def main():
     a = p.parse_args(argv)
     a.petsc = petsc
     cfg = tomllib.loads(a.config.read_text())
-    plan = stages(cfg, a.friction_off)
+    plan = stages(cfg, a.friction_off, a.push_friction)
     out = (a.out or Path(cfg.get("output", {}).get("dir", "OUT"))).resolve()
     log = out / "stages.jsonl"
     signal.signal(signal.SIGTERM, forward)
@@ -199,8 +208,7 @@ def main():
         shutil.copy(out / "summary.json", out / f"summary-{name}.json")
     if not a.no_report:
         gbar = cfg.get("dem", {}).get("gbar", cfg.get("contact", {}).get("distance", 0.0) / 2)
-        push = min(w["path"][0][0] for w in cfg["wall"] if "path" in w)
-        marks = ",".join(f"{x:g}" for x in [push] + [st[2] for st in plan[:3]])
+        marks = ",".join(f"{st[2]:g}" for st in plan[:4])
         subprocess.run([sys.executable, str(ROOT / "scripts/py/box_report.py"), str(out), str(gbar), a.config.stem, marks, "--collapse"], cwd=ROOT, check=True)
 
 
