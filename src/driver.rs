@@ -257,7 +257,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             let (b, n, time) = (&world.bodies, world.n_owned(), clock.time);
             world.timers.time("output", || frames.write_frame(step, time, report.dt, b, n, table))?;
         }
-        if every(scene.output.checkpoint_every, step) {
+        if every(scene.output.checkpoint_every, step) || (last && scene.output.checkpoint_at_end) {
             write_checkpoint(&world, solver.as_ref(), step, clock.time, report.dt)?;
         }
         if !parallel::all_ok(comm, !stop_requested()) {

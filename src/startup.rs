@@ -18,7 +18,7 @@ use crate::parallel::domain::{distance_to_box, Domain};
 use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::{exchange, memory, Comm};
 use crate::scene::generate::{self, orientation_at};
-use crate::scene::sources::{lattice_in, pyramid_in, fill_cell, CellGrid, FileFormat, Packing, Source, SourceKind};
+use crate::scene::sources::{checked_lattice_in, lattice_in, pyramid_in, fill_cell, CellGrid, FileFormat, Packing, Source, SourceKind};
 use crate::scene::{Scene, SolverKind};
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
@@ -485,12 +485,35 @@ pub fn populate(comm: &Comm, scene: &mut Scene, label: &str) -> Result<Startup, 
     }
     for src in &scene.sources {
         match &src.kind {
-            SourceKind::Lattice { origin, n, spacing } => lattice_in(*origin, *n, *spacing, blo, bhi, |j, p| {
+            SourceKind::Lattice { origin, n, spacing, checked: None } => lattice_in(*origin, *n, *spacing, blo, bhi, |j, p| {
                 if domain.owner(&p) == me {
                     let shape = src.classes.shape[src.class_of(j)];
                     local.push(maker.generated(src, j, shape, p, Vector3::zeros(), src.fixed));
                 }
             }),
+            SourceKind::Lattice { origin, n, spacing, checked: Some(gap) } => {
+                let shape = src.classes.shape[0];
+                let Shape::Mesh(mesh) = &scene.shapes[shape as usize] else { unreachable!("a checked lattice is of a mesh shape") };
+                let placed = checked_lattice_in(*origin, *n, *spacing, mesh, *gap, src.seed, src.random_orientation, blo, bhi);
+                let blocked = placed.as_ref().err().map(|b| {
+                    format!(
+                        "{label}: {}.spacing: lattice body {} (cell {:?}) found no orientation keeping gap = {gap} to its neighbours in {} draw(s): space the lattice wider{}",
+                        src.key,
+                        b.j,
+                        b.cell,
+                        b.draws,
+                        if src.random_orientation { "" } else { " or set random_orientation = true" }
+                    )
+                });
+                first_error(comm, blocked)?;
+                for (j, p, q) in placed.unwrap_or_default() {
+                    if domain.owner(&p) == me {
+                        let mut b = maker.generated(src, j, shape, p, Vector3::zeros(), src.fixed);
+                        b.orientation = q;
+                        local.push(b);
+                    }
+                }
+            }
             SourceKind::Pyramid { origin, n, radius, gap, layer_gap, fix_base } => {
                 pyramid_in(*origin, *n, *radius, *gap, *layer_gap, blo, bhi, |j, p, layer| {
                     if domain.owner(&p) == me {

@@ -71,7 +71,7 @@ fn expect_error(text: &str, extra: &[&str], key: &str) {
 
 #[test]
 fn unknown_key() {
-    expect_error(&GOOD.replace("dt = 0.001", "dt = 0.001\nfoo = 3"), &[], "simulation.foo");
+    expect_error(&GOOD.replace("dt = 0.001", "dt = 0.001\nfoo = 3"), &[], "simulation.foo:");
 }
 
 #[test]
@@ -270,4 +270,28 @@ fn unknown_compatibility_method_and_zero_iterations() {
     let compat = GOOD.replace("solver = \"cd\"", "solver = \"compatible-cd\"");
     expect_error(&(compat.clone() + "\n[compatibility]\nmethod = \"lancelot\"\n"), &[], "compatibility.method");
     expect_error(&(compat + "\n[compatibility]\nmethod = \"apgd\"\nmax_iterations = 0\n"), &[], "compatibility.max_iterations");
+}
+
+#[test]
+fn lattice_spacing_errors() {
+    let lattice = |shape: &str, extra: &str| {
+        format!("{GOOD}\n[[shape]]\nname = \"cube\"\nkind = \"box\"\nsize = [1.0, 1.0, 1.0]\n\n[[generate]]\nkind = \"lattice\"\nshape = \"{shape}\"\norigin = [10.0, 10.0, 10.0]\ncount = [2, 2, 2]\ngap = 0.01\n{extra}\n")
+    };
+    // Spheres closer than 2 R + gap overlap whatever their orientation.
+    expect_error(&lattice("ball", "spacing = 0.9"), &[], "generate[0].spacing");
+    // Meshes: at least R + gap/2 (R = 0.866 for the unit cube).
+    expect_error(&lattice("cube", "spacing = 0.8\nrandom_orientation = true"), &[], "generate[0].spacing");
+    expect_error(&lattice("cube", "spacing = -1.0"), &[], "generate[0].spacing");
+    // Not for other kinds.
+    let random = format!("{GOOD}\n[[generate]]\nkind = \"random\"\nshape = \"ball\"\ncount = 2\nbox_min = [10.0, 10.0, 10.0]\nbox_max = [20.0, 20.0, 20.0]\nspacing = 1.0\n");
+    expect_error(&random, &[], "generate[0].spacing");
+    // Unit cubes 0.9 apart, all the same way round: the first neighbour is
+    // blocked at start-up (one line on 2 ranks too).
+    expect_error(&lattice("cube", "spacing = 0.9"), &[], "generate[0].spacing");
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run_bad(dir.path(), &lattice("cube", "spacing = 0.9"), &[], Some(2));
+    assert_eq!(code, Some(2), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("generate[0].spacing")).collect();
+    assert_eq!(lines.len(), 1, "printed once: {stderr}");
+    assert!(lines[0].contains("no orientation") && lines[0].contains("random_orientation"), "{}", lines[0]);
 }

@@ -776,6 +776,101 @@ fn box_of_cubes_side_walls_removed_at_until_let_the_pack_slide_out() {
     assert!(d < 1e-9, "the restart differs by {d:e} m");
 }
 
+/// A cube face down on the ground under gravity tilted by g_x = 2 m/s²:
+/// μ = 0.5 holds it (μ g_z = 4.9 > g_x). The friction switch of the
+/// tetrapod box (§3.6 steps (d), (e)): `output.checkpoint_at_end` leaves a
+/// checkpoint at t_end, a restart with `--set material[0].friction=0` lets it
+/// slide freely, one with friction 0.5 again stops it.
+const FRICTION_CUBE: &str = r#"
+[simulation]
+solver = "dem"
+t_end = 0.3
+dt = 1e-3
+gravity = [2.0, 0.0, -9.81]
+
+[[material]]
+name = "block"
+density = 2000.0
+friction = 0.5
+
+[[shape]]
+name = "cube"
+kind = "box"
+size = [0.1, 0.1, 0.1]
+
+[[body]]
+shape = "cube"
+position = [0.0, 0.0, 0.0504]
+
+[[wall]]
+point = [0.0, 0.0, 0.0]
+normal = [0.0, 0.0, 1.0]
+
+[contact]
+distance = 0.001
+skin = 0.004
+
+[dem]
+damping = 1.0
+damping_t = 1.0
+
+[output]
+dir = "OUTDIR"
+every = 20
+checkpoint_every = 1000000
+checkpoint_at_end = true
+thermo_every = 50
+"#;
+
+/// The last checkpoint in `dir` (the highest step).
+fn last_checkpoint(dir: &Path) -> PathBuf {
+    let mut cps: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "h5") && p.file_name().unwrap().to_string_lossy().starts_with("checkpoint-"))
+        .collect();
+    cps.sort();
+    cps.pop().expect("no checkpoint")
+}
+
+#[test]
+fn friction_switched_off_and_on_by_restarts_from_the_end_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = common::run_config(1, dir.path(), "friction", FRICTION_CUBE);
+    let held = frames(&out);
+    let end = held.last().unwrap();
+    assert!((end.t - 0.3).abs() < 1e-9);
+    // It lands (0.4 mm) and rocks a little, then stays.
+    let x0 = held.iter().find(|f| f.t >= 0.15).unwrap().pos[0][0];
+    eprintln!("μ = 0.5: x(0.3) - x(0.15) = {:e} m, v_x = {:e} m/s", end.pos[0][0] - x0, end.vel[0][0]);
+    assert!((end.pos[0][0] - x0).abs() < 1e-6 && end.vel[0][0].abs() < 1e-3, "friction did not hold the cube: {:?}", end.pos[0]);
+    let cp = last_checkpoint(&out);
+    // Friction off: free sliding, x gains g_x τ²/2 over τ = 0.3 s.
+    let exe = common::stiffgrain();
+    common::mpirun_ok(1, &exe, &["restart", cp.to_str().unwrap(), "--set", "material[0].friction=0", "--set", "simulation.t_end=0.6"]);
+    let fr = frames(&out);
+    let slid = fr.last().unwrap();
+    assert!((slid.t - 0.6).abs() < 1e-9);
+    let (dx, v) = (slid.pos[0][0] - end.pos[0][0], slid.vel[0][0]);
+    eprintln!("μ = 0: Δx = {dx} m (free: {}), v_x = {v} m/s (free: {})", 0.5 * BOX_GX * 0.09, BOX_GX * 0.3);
+    assert!((dx - 0.5 * BOX_GX * 0.09).abs() < 1e-3 * 0.09 && (v - BOX_GX * 0.3).abs() < 1e-3 * 0.6, "the cube did not slide freely");
+    for f in fr.iter().filter(|f| f.t > 0.3 + 1e-9) {
+        assert!(f.contacts.iter().all(|c| norm(&c.force_tangent) == 0.0), "t = {}: friction with μ = 0", f.t);
+    }
+    // Friction on again: it decelerates at μ g_z − g_x = 2.905 m/s² and stops
+    // within v/2.905 = 0.21 s.
+    let cp2 = last_checkpoint(&out);
+    assert!(cp2 > cp, "no checkpoint at the end of the restart: {}", cp2.display());
+    let cp = cp2;
+    common::mpirun_ok(1, &exe, &["restart", cp.to_str().unwrap(), "--set", "material[0].friction=0.5", "--set", "simulation.t_end=1.0"]);
+    let fr = frames(&out);
+    let stop = fr.last().unwrap();
+    eprintln!("μ = 0.5 again: v_x(1.0) = {:e} m/s, slid {} m more", stop.vel[0][0], stop.pos[0][0] - slid.pos[0][0]);
+    assert!(stop.vel[0][0].abs() < 1e-3, "friction did not stop the cube: v_x = {}", stop.vel[0][0]);
+    let brake = v * v / (2.0 * (0.5 * G - BOX_GX));
+    assert!((stop.pos[0][0] - slid.pos[0][0] - brake).abs() < 0.02 * brake, "braking distance {} vs {brake}", stop.pos[0][0] - slid.pos[0][0]);
+}
+
 #[test]
 fn box_of_tetrapods_falls_in_on_two_ranks_without_closed_gaps_or_energy_gain() {
     // The first 0.6 s of configs/box-1005-tetrapods.toml (§3.6) on 2 ranks:

@@ -65,9 +65,11 @@ pub fn from_resolved_text(path: &Path, text: &str) -> Result<Scene, ConfigError>
         let key = e.path().to_string();
         let inner = e.into_inner();
         let msg = inner.message().to_string();
-        // serde names an unknown key in the message, at its parent's path.
+        // serde names an unknown key in the message, at its parent's path
+        // (serde_path_to_error 0.1.20 already ends the path with it).
         let key = match msg.strip_prefix("unknown field `").and_then(|m| m.split('`').next()) {
             Some(field) if key == "." => field.to_string(),
+            Some(field) if key == field || key.ends_with(&format!(".{field}")) => key,
             Some(field) => format!("{key}.{field}"),
             None if key == "." => "(top level)".to_string(),
             None => key,

@@ -343,6 +343,11 @@ pub struct GenerateCfg {
     pub origin: Option<[f64; 3]>,
     /// Lattice: bodies along x, y, z.
     pub count: Option<CountCfg>,
+    /// Lattice: centre spacing (default 2R + gap). Mesh bodies may be spaced
+    /// closer than their bounding spheres (at least R + gap/2): each body
+    /// then takes the first orientation draw whose mesh keeps `gap` to its
+    /// neighbours (see README "Config").
+    pub spacing: Option<f64>,
     /// Surface gap between neighbours (lattice, pyramid, random).
     #[serde(default)]
     pub gap: f64,
@@ -415,6 +420,10 @@ pub struct OutputCfg {
     pub checkpoint_every: u64,
     #[serde(default = "default_keep")]
     pub checkpoint_keep: usize,
+    /// Also checkpoint after the run's last step (t_end or until_static), so
+    /// that `restart --set ...` continues from the end. Default false.
+    #[serde(default)]
+    pub checkpoint_at_end: bool,
     #[serde(default = "default_every")]
     pub thermo_every: u64,
     /// Wall-clock seconds after which a thermo line is printed anyway.
@@ -429,6 +438,7 @@ impl Default for OutputCfg {
             every: default_every(),
             checkpoint_every: 0,
             checkpoint_keep: default_keep(),
+            checkpoint_at_end: false,
             thermo_every: default_every(),
             thermo_seconds: default_thermo_seconds(),
         }

@@ -184,6 +184,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
         every: o.every,
         checkpoint_every: o.checkpoint_every,
         checkpoint_keep: o.checkpoint_keep,
+        checkpoint_at_end: o.checkpoint_at_end,
         thermo_every: o.thermo_every,
         thermo_seconds: c.positive("output.thermo_seconds", o.thermo_seconds)?,
     };
@@ -723,7 +724,8 @@ fn fixed_body(bodies: &Bodies, sources: &[Source], id: u64) -> Option<bool> {
 /// Lattices and pyramids without a gap place touching neighbours.
 fn touching_by_construction(s: &Source) -> bool {
     match &s.kind {
-        SourceKind::Lattice { n, spacing, .. } => *spacing <= 2.0 * s.classes.max() && !s.fixed && n.iter().any(|&k| k > 1),
+        SourceKind::Lattice { n, spacing, checked: None, .. } => *spacing <= 2.0 * s.classes.max() && !s.fixed && n.iter().any(|&k| k > 1),
+        SourceKind::Lattice { n, checked: Some(gap), .. } => *gap <= 0.0 && !s.fixed && n.iter().any(|&k| k > 1),
         SourceKind::Pyramid { n, radius, gap, .. } => *gap <= 0.0 && *n > 1 && !s.fixed && *radius > 0.0,
         _ => false,
     }
@@ -848,6 +850,9 @@ fn sources(
         if g.kind != GenerateKind::Random {
             unused("method", g.method.is_some())?;
         }
+        if g.kind != GenerateKind::Lattice {
+            unused("spacing", g.spacing.is_some())?;
+        }
         let classes = match (&g.radius, shape) {
             (Some(rc), Some(sh)) => {
                 if !matches!(g.kind, GenerateKind::Lattice | GenerateKind::Random) {
@@ -877,7 +882,23 @@ fn sources(
                 if simulation.dim == 2 && (n[2] != 1 || origin.z != 0.0) {
                     return Err(c.err(format!("generate[{k}]"), "in 2D every body lies in z = 0: give count = [nx, ny, 1] and origin z = 0"));
                 }
-                (SourceKind::Lattice { origin, n, spacing: 2.0 * rmax + gap }, count)
+                let free = 2.0 * rmax + gap;
+                let (spacing, checked) = match g.spacing {
+                    None => (free, None),
+                    Some(s) => {
+                        let s = c.positive(&key("spacing"), s)?;
+                        if s >= free {
+                            (s, None)
+                        } else if !matches!(shape.map(|sh| &shapes[sh as usize]), Some(Shape::Mesh(_))) || classes.radius.len() > 1 {
+                            return Err(c.err(key("spacing"), format!("spheres of radius {rmax} spaced {s} apart keep no gap of {gap}: at least 2 R + gap = {free} (only mesh shapes may be spaced closer)")));
+                        } else if s < rmax + 0.5 * gap {
+                            return Err(c.err(key("spacing"), format!("must be at least R + gap/2 = {} (only adjacent lattice cells may meet), got {s}", rmax + 0.5 * gap)));
+                        } else {
+                            (s, Some(gap))
+                        }
+                    }
+                };
+                (SourceKind::Lattice { origin, n, spacing, checked }, count)
             }
             GenerateKind::Pyramid => {
                 if !matches!(shapes[shape.unwrap() as usize], Shape::Sphere { .. }) {

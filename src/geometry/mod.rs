@@ -3,11 +3,13 @@
 //! volumes. Pure functions of positions; no MPI, no configuration.
 pub mod cones;
 pub mod distance;
+pub mod mesh_distance;
 pub mod mesh_features;
 pub mod triangle;
 
 pub use cones::{in_arc, in_normal_cone, CONE_TOL};
 pub use distance::{point_segment_distance_squared, point_triangle_distance_squared, segment_segment_distance_squared};
+pub use mesh_distance::mesh_distance;
 pub use mesh_features::{MeshFeatures, SubRegion};
 pub use triangle::{closest_point_on_triangle, TriFeature, TriangleClosest};
 

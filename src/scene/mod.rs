@@ -140,6 +140,8 @@ pub struct Output {
     pub checkpoint_every: u64,
     /// Checkpoints kept on disk.
     pub checkpoint_keep: usize,
+    /// Also a checkpoint after the run's last step.
+    pub checkpoint_at_end: bool,
     /// Steps between thermo lines.
     pub thermo_every: u64,
     /// Wall-clock seconds after which a thermo line is printed anyway.

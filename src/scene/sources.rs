@@ -2,8 +2,10 @@
 //! random pack and files. Each is indexable by region, so a rank computes
 //! only the bodies of its own box and every rank count gets the same bodies
 //! with the same ids (see `crate::startup` for the parallel side).
-use super::generate::SplitMix64;
-use nalgebra::Vector3;
+use super::generate::{orientation_at, SplitMix64};
+use crate::body::mesh::TriMesh;
+use crate::geometry::mesh_distance;
+use nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -77,7 +79,10 @@ pub enum FileFormat {
 #[derive(Clone, Debug, PartialEq)]
 pub enum SourceKind {
     /// n[0] × n[1] × n[2] centres from `origin`, `spacing` apart; index i + nx (j + ny k).
-    Lattice { origin: Vector3<f64>, n: [u64; 3], spacing: f64 },
+    /// `checked`: the surface gap a lattice of mesh bodies spaced closer than
+    /// their bounding spheres keeps by choosing orientations
+    /// ([`checked_lattice_in`]); None when the bounding spheres keep it.
+    Lattice { origin: Vector3<f64>, n: [u64; 3], spacing: f64, checked: Option<f64> },
     /// Cannonball pyramid (see `generate::pyramid`).
     Pyramid { origin: Vector3<f64>, n: u32, radius: f64, gap: f64, layer_gap: f64, fix_base: bool },
     /// Random loose pack in [lo, hi]: the cell algorithm, or (`sequential`)
@@ -114,7 +119,7 @@ impl Source {
     pub fn bounds(&self) -> Option<(Vector3<f64>, Vector3<f64>)> {
         let rmax = self.classes.max();
         match &self.kind {
-            SourceKind::Lattice { origin, n, spacing } => {
+            SourceKind::Lattice { origin, n, spacing, .. } => {
                 let far = origin + *spacing * Vector3::new(n[0] as f64 - 1.0, n[1] as f64 - 1.0, n[2] as f64 - 1.0);
                 Some((origin.add_scalar(-rmax), far.add_scalar(rmax)))
             }
@@ -161,6 +166,140 @@ pub fn lattice_in(origin: Vector3<f64>, n: [u64; 3], spacing: f64, lo: Vector3<f
             }
         }
     }
+}
+
+/// Orientation draws a body of a checked lattice tries before it gives up.
+pub const MAX_ORIENTATION_DRAWS: u64 = 2_000;
+/// Salt of the streams of a checked lattice's later orientation draws.
+const DRAW_SALT: u64 = 0x6472_6177_0000_0001;
+/// Lattice cells beyond a region a checked lattice also computes: a body's
+/// orientation depends on its neighbours of earlier colours, theirs on
+/// earlier ones still, at most 7 cells away (8 colours).
+const CHECKED_HALO: u64 = 8;
+
+/// Orientation draw `k` of body `j`: draw 0 is `orientation_at(seed, j)`
+/// (the orientation an unchecked lattice or random pack gives), each later
+/// draw comes from a stream of its own.
+pub fn orientation_draw(seed: u64, j: u64, k: u64) -> UnitQuaternion<f64> {
+    if k == 0 {
+        orientation_at(seed, j)
+    } else {
+        orientation_at(seed ^ DRAW_SALT.wrapping_mul(k), j)
+    }
+}
+
+/// Colour of lattice cell (i, j, k): adjacent cells (also diagonally) never
+/// share one.
+fn lattice_color(c: [u64; 3]) -> u64 {
+    c[0] % 2 + 2 * (c[1] % 2) + 4 * (c[2] % 2)
+}
+
+/// A body of a checked lattice: index within its source, centre, orientation.
+pub type Oriented = (u64, Vector3<f64>, UnitQuaternion<f64>);
+
+/// A lattice body that found no orientation keeping the gap to its neighbours.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Blocked {
+    pub j: u64,
+    pub cell: [u64; 3],
+    pub draws: u64,
+}
+
+/// The bodies (index, centre, orientation) of a lattice of `mesh` bodies
+/// spaced closer than their bounding spheres whose centre may lie in
+/// [lo, hi] (a superset: callers keep those they own). Each body keeps a
+/// surface gap of at least `gap` to its neighbours: cells are decided colour
+/// by colour (8 colours, so that adjacent cells differ; with spacing ≥
+/// R + gap/2 only adjacent cells can meet), each body taking the first of
+/// its orientation draws ([`orientation_draw`]; the identity alone without
+/// `random_orientation`) whose mesh keeps `gap` to every adjacent body of
+/// an earlier colour. A body's orientation thus depends only on bodies
+/// within 7 cells, and the region is computed with a halo of
+/// `CHECKED_HALO` cells: every rank count gets the same bodies. A body of the
+/// region that finds no orientation in `MAX_ORIENTATION_DRAWS` is an error.
+#[allow(clippy::too_many_arguments)]
+pub fn checked_lattice_in(
+    origin: Vector3<f64>,
+    n: [u64; 3],
+    spacing: f64,
+    mesh: &TriMesh,
+    gap: f64,
+    seed: u64,
+    random_orientation: bool,
+    lo: Vector3<f64>,
+    hi: Vector3<f64>,
+) -> Result<Vec<Oriented>, Blocked> {
+    let inner: Vec<(u64, u64)> = (0..3).map(|a| index_range(origin[a], spacing, 0.0, n[a], lo[a], hi[a])).collect();
+    if inner.iter().any(|r| r.0 >= r.1) {
+        return Ok(Vec::new());
+    }
+    let outer: Vec<(u64, u64)> = (0..3).map(|a| (inner[a].0.saturating_sub(CHECKED_HALO), (inner[a].1 + CHECKED_HALO).min(n[a]))).collect();
+    let dims: Vec<u64> = outer.iter().map(|r| r.1 - r.0).collect();
+    let slot = |c: [u64; 3]| ((c[0] - outer[0].0) + dims[0] * ((c[1] - outer[1].0) + dims[1] * (c[2] - outer[2].0))) as usize;
+    let index = |c: [u64; 3]| c[0] + n[0] * (c[1] + n[1] * c[2]);
+    let centre = |c: [u64; 3]| origin + spacing * Vector3::new(c[0] as f64, c[1] as f64, c[2] as f64);
+    let inside = |c: [u64; 3], r: &[(u64, u64)]| (0..3).all(|a| c[a] >= r[a].0 && c[a] < r[a].1);
+    let reach = 2.0 * mesh.bounding_radius() + gap;
+    let draws = if random_orientation { MAX_ORIENTATION_DRAWS } else { 1 };
+    let mut pose: Vec<Option<Isometry3<f64>>> = vec![None; (dims[0] * dims[1] * dims[2]) as usize];
+    let mut blocked = None;
+    for color in 0..8 {
+        for k in outer[2].0..outer[2].1 {
+            for j in outer[1].0..outer[1].1 {
+                for i in outer[0].0..outer[0].1 {
+                    let c = [i, j, k];
+                    if lattice_color(c) != color {
+                        continue;
+                    }
+                    let p = centre(c);
+                    let mut near = Vec::new();
+                    for dk in -1i64..=1 {
+                        for dj in -1i64..=1 {
+                            for di in -1i64..=1 {
+                                let q = [i as i64 + di, j as i64 + dj, k as i64 + dk];
+                                if q.iter().any(|&x| x < 0) || (di, dj, dk) == (0, 0, 0) {
+                                    continue;
+                                }
+                                let q = q.map(|x| x as u64);
+                                if inside(q, &outer) && (centre(q) - p).norm() < reach {
+                                    if let Some(other) = pose[slot(q)] {
+                                        near.push(other);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    let found = (0..draws).find_map(|d| {
+                        let q = if random_orientation { orientation_draw(seed, index(c), d) } else { UnitQuaternion::identity() };
+                        let at = Isometry3::from_parts(Translation3::from(p), q);
+                        near.iter().all(|o| mesh_distance(mesh, &at, mesh, o, gap) >= gap).then_some(at)
+                    });
+                    match found {
+                        Some(at) => pose[slot(c)] = Some(at),
+                        // Near the halo's edge a body may be blocked by
+                        // neighbours it would not have: only the region's count.
+                        None if inside(c, &inner) && blocked.is_none() => blocked = Some(Blocked { j: index(c), cell: c, draws }),
+                        None => {}
+                    }
+                }
+            }
+        }
+    }
+    if let Some(b) = blocked {
+        return Err(b);
+    }
+    let mut out = Vec::new();
+    for k in inner[2].0..inner[2].1 {
+        for j in inner[1].0..inner[1].1 {
+            for i in inner[0].0..inner[0].1 {
+                let c = [i, j, k];
+                if let Some(at) = pose[slot(c)] {
+                    out.push((index(c), at.translation.vector, at.rotation));
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Calls `f(j, centre, layer)` for the pyramid bodies (same order and
@@ -516,6 +655,60 @@ mod tests {
             });
         }
         assert_eq!(got.into_iter().map(Option::unwrap).collect::<Vec<_>>(), all);
+    }
+
+    #[test]
+    fn checked_lattice_keeps_the_gap_and_is_the_same_by_region() {
+        let t = TriMesh::tetrapod(0.62, 0.124, 9);
+        let (o, n, s, gap) = (Vector3::new(0.1, -0.2, 0.7), [5u64, 4, 3], 0.9, 0.01);
+        let inf = f64::INFINITY;
+        let all = checked_lattice_in(o, n, s, &t, gap, 6, true, Vector3::repeat(-inf), Vector3::repeat(inf)).unwrap();
+        assert_eq!(all.iter().map(|b| b.0).collect::<Vec<_>>(), (0..60).collect::<Vec<_>>());
+        // Regions: each body claimed by the box holding its centre.
+        let cut = Vector3::new(1.2, 0.5, 1.5);
+        let mut got = vec![None; all.len()];
+        for (lo, hi) in [
+            (Vector3::new(-inf, -inf, -inf), Vector3::new(cut.x, cut.y, inf)),
+            (Vector3::new(cut.x, -inf, -inf), Vector3::new(inf, cut.y, cut.z)),
+            (Vector3::new(cut.x, -inf, cut.z), Vector3::new(inf, cut.y, inf)),
+            (Vector3::new(-inf, cut.y, -inf), Vector3::new(inf, inf, inf)),
+        ] {
+            for (j, p, q) in checked_lattice_in(o, n, s, &t, gap, 6, true, lo, hi).unwrap() {
+                if (0..3).all(|a| p[a] >= lo[a] && p[a] < hi[a]) {
+                    assert!(got[j as usize].replace((j, p, q)).is_none());
+                }
+            }
+        }
+        assert_eq!(got.into_iter().map(Option::unwrap).collect::<Vec<_>>(), all);
+        let pose = |b: &(u64, Vector3<f64>, UnitQuaternion<f64>)| Isometry3::from_parts(Translation3::from(b.1), b.2);
+        let mut redrawn = 0;
+        let mut closest = f64::INFINITY;
+        for (x, a) in all.iter().enumerate() {
+            redrawn += usize::from(a.2 != orientation_at(6, a.0));
+            for b in &all[x + 1..] {
+                closest = closest.min(mesh_distance(&t, &pose(a), &t, &pose(b), 1.0));
+            }
+        }
+        assert!(closest >= gap, "two bodies {closest} apart");
+        assert!(redrawn > 0, "no orientation redrawn: the test checks nothing");
+        // The same orientations alone (no checks) overlap.
+        let mut overlaps = 0;
+        for (x, a) in all.iter().enumerate() {
+            for b in &all[x + 1..] {
+                let (pa, pb) = (Isometry3::from_parts(Translation3::from(a.1), orientation_at(6, a.0)), Isometry3::from_parts(Translation3::from(b.1), orientation_at(6, b.0)));
+                overlaps += usize::from(mesh_distance(&t, &pa, &t, &pb, gap) < gap);
+            }
+        }
+        assert!(overlaps > 0);
+    }
+
+    #[test]
+    fn checked_lattice_without_random_orientation_reports_the_blocked_body() {
+        let t = TriMesh::tetrapod(0.62, 0.124, 9);
+        let inf = f64::INFINITY;
+        // Two bodies, the same orientation, 0.3 m apart: the cores overlap.
+        let e = checked_lattice_in(Vector3::zeros(), [2, 1, 1], 0.3, &t, 0.01, 1, false, Vector3::repeat(-inf), Vector3::repeat(inf));
+        assert_eq!(e, Err(Blocked { j: 1, cell: [1, 0, 0], draws: 1 }));
     }
 
     #[test]
