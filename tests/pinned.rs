@@ -96,6 +96,11 @@ fn compatible_cd_results_are_pinned() {
 }
 
 #[test]
+fn dem_energy_line_search_results_are_pinned() {
+    check("dem-energy");
+}
+
+#[test]
 fn dem_results_are_pinned() {
     check("dem");
 }

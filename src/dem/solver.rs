@@ -818,11 +818,20 @@ impl Solver for DemSolver {
         let d = &ctx.scene.dem;
         self.step = ctx.step;
         if !self.options_set {
-            // ILU(2), not ILU(0): on the stiff 2,870-sphere pyramid GMRES with
-            // ILU(0) stalled at 10,000 iterations once the pack was connected
-            // (the step was cut); ILU(2) took 306 iterations for the same 25
-            // steps (BENCHMARKS.md "Stiff pyramid dropped under DEM").
-            for (k, v) in [("-ksp_type", "gmres"), ("-pc_type", "bjacobi"), ("-sub_pc_type", "ilu"), ("-sub_pc_factor_levels", "2"), ("-ksp_rtol", "1e-12")] {
+            // ILU(0) with at most 500 GMRES iterations: a stalled solve (ILU(0)
+            // stalled at 10,000 on the connected stiff pyramid) fails fast and
+            // the step is cut; ILU(2)'s factorisation cost more than its fewer
+            // iterations saved: the n = 20 pyramid's drop to rest 98.6 s vs
+            // 135.7 s, the tetrapod collapse's solve 17.0 s vs 38.1 s
+            // (BENCHMARKS.md "n = 20 dropped to rest, dynamically").
+            for (k, v) in [
+                ("-ksp_type", "gmres"),
+                ("-pc_type", "bjacobi"),
+                ("-sub_pc_type", "ilu"),
+                ("-sub_pc_factor_levels", "0"),
+                ("-ksp_rtol", "1e-12"),
+                ("-ksp_max_it", "500"),
+            ] {
                 petsc::options::set_default(k, Some(v))?;
             }
             self.options_set = true;
