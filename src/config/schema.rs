@@ -175,7 +175,8 @@ pub struct DemCfg {
     /// as the last step could close a gap) or "skin" (contact distance + skin).
     pub closed_depth: Option<crate::scene::DemClosedDepth>,
     /// How a Newton step is shortened: "petsc" (default; PETSc's line search
-    /// on ‖F‖) or "energy" (to the minimum of the step's energy along it).
+    /// on ‖F‖) or "energy" (to the minimum of the step's energy along it;
+    /// for frictionless contacts).
     pub line_search: Option<crate::scene::DemLineSearch>,
     /// Scale ε₁ (and the barrier) of each contact by the relative stiffness
     /// k̃ of its two materials, as compatible-cd does (`[[compatibility.stiffness]]`,

@@ -290,6 +290,8 @@ pub enum DemLineSearch {
     /// stops falling (a root of yᵀF): the residual is the gradient of that
     /// energy for conservative contact forces, and descent in it cannot
     /// cycle between active sets as full steps or descent in ‖F‖ do.
+    /// With friction the residual is no gradient: a cube that friction
+    /// holds on a slope slid (tests/polyhedra.rs), so not the default.
     Energy,
     /// PETSc's line search (`bt` on ‖F‖², or `-snes_linesearch_type`).
     #[default]
