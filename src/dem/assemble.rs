@@ -3,7 +3,7 @@
 //! bodies and 6×6 against a wall, from the normal law along the contact
 //! normal. Pure functions of the increments of the two bodies; no MPI.
 use super::law::{friction, friction_tangent, normal_total, Friction, NormalLaw, TangentialLaw};
-use super::jet::{Dual, Jet, Num};
+use super::jet::{Dual, Jet, Lift};
 use super::rigid::skew;
 use crate::scene::DemTangent;
 use nalgebra::{Matrix3, SMatrix, Vector3};
@@ -122,12 +122,11 @@ pub fn gap_grad(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Vector3<f64>) {
 
 /// The exact gap of a mesh contact over the increments, and the current
 /// normal (from a to b).
-fn mesh_gap<T: Num>(kind: MeshKind, d0: &Vector3<f64>, r_a: &Vector3<f64>, r_b: &Vector3<f64>, d_a: &Vector3<f64>, d_b: &Vector3<f64>, x: &Vec12) -> (T, Vector3<f64>) {
-    use super::jet::{add3, constant3, cross, dot, mul3, reduce, rotate, rotate_change, sub3, value3, variables};
+fn mesh_gap<T: Lift>(kind: MeshKind, d0: &Vector3<f64>, r_a: &Vector3<f64>, r_b: &Vector3<f64>, d_a: &Vector3<f64>, d_b: &Vector3<f64>, x: &Vec12) -> (T, Vector3<f64>) {
+    use super::jet::{add3, constant3, cross, dot, mul3, reduce, rotated, sub3, value3, variables};
     let y = reduce(x);
-    let (aa, ab): ([T; 3], [T; 3]) = (variables(&y, 3), variables(&y, 6));
     // d = d0 + (u_b − u_a) + (Q_b − I) r_b − (Q_a − I) r_a
-    let turn = sub3(&rotate_change(&ab, r_b), &rotate_change(&aa, r_a));
+    let turn = sub3(&rotated::<T>(&y, 6, r_b, true), &rotated::<T>(&y, 3, r_a, true));
     let d = add3(&add3(&constant3(d0), &variables(&y, 0)), &turn);
     let unit = |w: &[T; 3]| -> (T, Vector3<f64>) {
         let l = dot(w, w).sqrt();
@@ -136,20 +135,20 @@ fn mesh_gap<T: Num>(kind: MeshKind, d0: &Vector3<f64>, r_a: &Vector3<f64>, r_b: 
     let off_line = |e: &[T; 3]| sub3(&d, &mul3(dot(&d, e), e));
     match kind {
         MeshKind::PlaneOnB => {
-            let n = rotate(&ab, d_b);
+            let n = rotated::<T>(&y, 6, d_b, false);
             (dot(&n, &d), value3(&n))
         }
         MeshKind::PlaneOnA => {
-            let n = rotate(&aa, d_a);
+            let n = rotated::<T>(&y, 3, d_a, false);
             (dot(&n, &d), value3(&n))
         }
         MeshKind::Lines { sign } => {
-            let m = cross(&rotate(&aa, d_a), &rotate(&ab, d_b));
+            let m = cross(&rotated::<T>(&y, 3, d_a, false), &rotated::<T>(&y, 6, d_b, false));
             let (l, n) = unit(&m);
             ((dot(&m, &d) * l.recip()).scale(sign), sign * n)
         }
-        MeshKind::PointLineB => unit(&off_line(&rotate(&ab, d_b))),
-        MeshKind::PointLineA => unit(&off_line(&rotate(&aa, d_a))),
+        MeshKind::PointLineB => unit(&off_line(&rotated::<T>(&y, 6, d_b, false))),
+        MeshKind::PointLineA => unit(&off_line(&rotated::<T>(&y, 3, d_a, false))),
         MeshKind::Points => unit(&d),
     }
 }
