@@ -288,7 +288,8 @@ impl TangentialElement {
 /// g_t^i + G x, ġ_t = G x / Δt, f_t from [`friction`] (the force on b is
 /// −f_t, on a +f_t), r = Gᵀ f_t and K = Gᵀ (∂f_t/∂g_t) G + Gᵀ (∂f_t/∂f_n)
 /// dfnᵀ (μ_d t in slip, zero in stick). `None` when f_n = 0 (no friction).
-pub fn tangential(el: &TangentialElement, dt: f64, f_n: f64, dfn: &Vec12, x: &Vec12) -> Option<(Vec12, Mat12, Friction)> {
+/// Without `dfn` K is left zero (a residual evaluation needs no tangent).
+pub fn tangential(el: &TangentialElement, dt: f64, f_n: f64, dfn: Option<&Vec12>, x: &Vec12) -> Option<(Vec12, Mat12, Friction)> {
     if f_n.is_nan() || f_n <= 0.0 {
         return None;
     }
@@ -297,6 +298,9 @@ pub fn tangential(el: &TangentialElement, dt: f64, f_n: f64, dfn: &Vec12, x: &Ve
     let gt = el.gt_start + slip;
     let gt_dot = slip / dt;
     let fr = friction(&el.law, gt, gt_dot, f_n, el.sliding);
+    let Some(dfn) = dfn else {
+        return Some((g.transpose() * fr.force, Mat12::zeros(), fr));
+    };
     let kt = friction_tangent(&el.law, gt, gt_dot, f_n, el.sliding, 1.0 / dt);
     let mut k = g.transpose() * kt * g;
     if fr.sliding {
@@ -388,7 +392,8 @@ mod tests {
                 let e = contact(&el, &law, 0.3, 1e-3, x)?;
                 let (_, grad, _, _) = gap(&el.kin, x);
                 let dfn = if e.force > 0.0 { e.stiffness * grad } else { Vec12::zeros() };
-                let (r, k, fr) = tangential(&te, 1e-3, e.force, &dfn, x)?;
+                let (r, k, fr) = tangential(&te, 1e-3, e.force, Some(&dfn), x)?;
+                assert_eq!(tangential(&te, 1e-3, e.force, None, x).map(|t| t.0), Some(r));
                 Some((e.residual + r, e.tangent + k, fr.sliding))
             };
             let Some((_, k, sliding)) = total(&x) else { continue };
