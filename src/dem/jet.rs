@@ -82,12 +82,16 @@ pub trait Num: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Sel
     }
 }
 
-/// A value with its gradient.
+/// A value with its gradient over N variables: [`Dual`] over the 9
+/// reduced ones, [`Dual3`] over one body's Rodrigues parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Dual {
+pub struct DualN<const N: usize> {
     pub v: f64,
-    pub g: Vec9,
+    pub g: SVector<f64, N>,
 }
+
+pub type Dual = DualN<NV>;
+pub type Dual3 = DualN<3>;
 
 /// A value with its gradient and (packed) Hessian.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -97,14 +101,14 @@ pub struct Jet {
     h: [f64; NH],
 }
 
-impl Num for Dual {
+impl<const N: usize> Num for DualN<N> {
     #[inline]
     fn constant(v: f64) -> Self {
-        Self { v, g: Vec9::zeros() }
+        Self { v, g: SVector::zeros() }
     }
     #[inline]
     fn variable(i: usize, v: f64) -> Self {
-        let mut g = Vec9::zeros();
+        let mut g = SVector::zeros();
         g[i] = 1.0;
         Self { v, g }
     }
@@ -145,27 +149,42 @@ impl Lift for Dual {
     }
 }
 
-impl Add for Dual {
-    type Output = Dual;
-    #[inline]
-    fn add(self, o: Dual) -> Dual {
-        Dual { v: self.v + o.v, g: self.g + o.g }
-    }
+/// `+` and `−` entry by entry: value, gradient and (`h`) packed Hessian.
+macro_rules! add_sub {
+    ($t:ident $(, $h:ident)?) => {
+        add_sub!(@impl [] $t [] $(, $h)?);
+    };
+    ($t:ident, const $n:ident) => {
+        add_sub!(@impl [const $n: usize] $t [$n]);
+    };
+    (@impl [$($gen:tt)*] $t:ident [$($arg:tt)*] $(, $h:ident)?) => {
+        impl<$($gen)*> Add for $t<$($arg)*> {
+            type Output = Self;
+            #[inline]
+            fn add(self, o: Self) -> Self {
+                Self { v: self.v + o.v, g: self.g + o.g, $($h: { let mut h = self.$h; h.iter_mut().zip(&o.$h).for_each(|(a, b)| *a += b); h })? }
+            }
+        }
+
+        impl<$($gen)*> Sub for $t<$($arg)*> {
+            type Output = Self;
+            #[inline]
+            fn sub(self, o: Self) -> Self {
+                Self { v: self.v - o.v, g: self.g - o.g, $($h: { let mut h = self.$h; h.iter_mut().zip(&o.$h).for_each(|(a, b)| *a -= b); h })? }
+            }
+        }
+    };
 }
 
-impl Sub for Dual {
-    type Output = Dual;
-    #[inline]
-    fn sub(self, o: Dual) -> Dual {
-        Dual { v: self.v - o.v, g: self.g - o.g }
-    }
-}
+add_sub!(DualN, const N);
+add_sub!(Jet3, h);
+add_sub!(Jet, h);
 
-impl Mul for Dual {
-    type Output = Dual;
+impl<const N: usize> Mul for DualN<N> {
+    type Output = Self;
     #[inline]
-    fn mul(self, o: Dual) -> Dual {
-        Dual { v: self.v * o.v, g: self.v * o.g + o.v * self.g }
+    fn mul(self, o: Self) -> Self {
+        Self { v: self.v * o.v, g: self.v * o.g + o.v * self.g }
     }
 }
 
@@ -245,62 +264,8 @@ const fn packed(i: usize, j: usize) -> usize {
 /// (i, j), i ≤ j, of the packed 3×3 Hessian of a [`Jet3`].
 const PACKED3: [(usize, usize); 6] = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)];
 
-/// A value with its gradient over three variables (one body's Rodrigues
-/// parameters).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Dual3 {
-    pub v: f64,
-    pub g: Vector3<f64>,
-}
 
-impl Num for Dual3 {
-    #[inline]
-    fn constant(v: f64) -> Self {
-        Self { v, g: Vector3::zeros() }
-    }
-    #[inline]
-    fn variable(i: usize, v: f64) -> Self {
-        let mut g = Vector3::zeros();
-        g[i] = 1.0;
-        Self { v, g }
-    }
-    #[inline]
-    fn value(&self) -> f64 {
-        self.v
-    }
-    #[inline]
-    fn scale(&self, s: f64) -> Self {
-        Self { v: s * self.v, g: s * self.g }
-    }
-    #[inline]
-    fn chain(&self, f: f64, f1: f64, _f2: f64) -> Self {
-        Self { v: f, g: f1 * self.g }
-    }
-}
 
-impl Add for Dual3 {
-    type Output = Dual3;
-    #[inline]
-    fn add(self, o: Dual3) -> Dual3 {
-        Dual3 { v: self.v + o.v, g: self.g + o.g }
-    }
-}
-
-impl Sub for Dual3 {
-    type Output = Dual3;
-    #[inline]
-    fn sub(self, o: Dual3) -> Dual3 {
-        Dual3 { v: self.v - o.v, g: self.g - o.g }
-    }
-}
-
-impl Mul for Dual3 {
-    type Output = Dual3;
-    #[inline]
-    fn mul(self, o: Dual3) -> Dual3 {
-        Dual3 { v: self.v * o.v, g: self.v * o.g + o.v * self.g }
-    }
-}
 
 /// A value with its gradient and packed Hessian over three variables
 /// (one body's Rodrigues parameters).
@@ -340,26 +305,6 @@ impl Num for Jet3 {
     }
 }
 
-impl Add for Jet3 {
-    type Output = Jet3;
-    #[inline]
-    fn add(self, o: Jet3) -> Jet3 {
-        let mut h = self.h;
-        h.iter_mut().zip(&o.h).for_each(|(a, b)| *a += b);
-        Jet3 { v: self.v + o.v, g: self.g + o.g, h }
-    }
-}
-
-impl Sub for Jet3 {
-    type Output = Jet3;
-    #[inline]
-    fn sub(self, o: Jet3) -> Jet3 {
-        let mut h = self.h;
-        h.iter_mut().zip(&o.h).for_each(|(a, b)| *a -= b);
-        Jet3 { v: self.v - o.v, g: self.g - o.g, h }
-    }
-}
-
 impl Mul for Jet3 {
     type Output = Jet3;
     #[inline]
@@ -379,26 +324,6 @@ pub fn rotated<T: Lift>(y: &Vec9, first: usize, v: &Vector3<f64>, turn: bool) ->
     let alpha: [T::Small; 3] = [T::Small::variable(0, y[first]), T::Small::variable(1, y[first + 1]), T::Small::variable(2, y[first + 2])];
     let r = if turn { rotate_change(&alpha, v) } else { rotate(&alpha, v) };
     [T::lift(&r[0], first), T::lift(&r[1], first), T::lift(&r[2], first)]
-}
-
-impl Add for Jet {
-    type Output = Jet;
-    #[inline]
-    fn add(self, o: Jet) -> Jet {
-        let mut h = self.h;
-        h.iter_mut().zip(&o.h).for_each(|(a, b)| *a += b);
-        Jet { v: self.v + o.v, g: self.g + o.g, h }
-    }
-}
-
-impl Sub for Jet {
-    type Output = Jet;
-    #[inline]
-    fn sub(self, o: Jet) -> Jet {
-        let mut h = self.h;
-        h.iter_mut().zip(&o.h).for_each(|(a, b)| *a -= b);
-        Jet { v: self.v - o.v, g: self.g - o.g, h }
-    }
 }
 
 impl Mul for Jet {
