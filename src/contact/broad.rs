@@ -277,7 +277,8 @@ impl VerletList {
         self.wall_points.extend(walls.iter().map(|w| w.point));
         self.params = Some(params.first_level());
         self.builds += 1;
-        self.entities.prune(self.builds);
+        let ids = &bodies.id;
+        self.entities.reindex(self.pairs.iter().map(|&(i, j)| (ids[i].min(ids[j]), ids[i].max(ids[j]))));
     }
 
     /// True when the list was never built, the number of bodies changed, or

@@ -6,7 +6,7 @@
 //! and the normal inside both edges' external cones: on the arc between the
 //! two face normals of `a`'s edge, and `−normal` on the arc of `b`'s edge
 //! ([`crate::geometry::in_arc`]; a concave edge's arc is its groove).
-use super::feature_hit::FeatureHit;
+use super::feature_hit::{FeatureHit, GapWindow};
 use crate::geometry::{in_arc, CONE_TOL};
 use nalgebra::Vector3;
 
@@ -38,6 +38,11 @@ impl EdgeGeom {
 /// normal is `±(ea × eb)/|ea × eb|`, the sign making it point out of `a`
 /// (positive along `a`'s pseudo-normal); gap = `(point_b − point_a)·normal`.
 pub fn edge_edge(ea: &EdgeGeom, eb: &EdgeGeom) -> Option<FeatureHit> {
+    edge_edge_within(ea, eb, &GapWindow::ALL)
+}
+
+/// [`edge_edge`] for the gaps in `window` only.
+pub fn edge_edge_within(ea: &EdgeGeom, eb: &EdgeGeom, window: &GapWindow) -> Option<FeatureHit> {
     let u = ea.p1 - ea.p0;
     let w = eb.p1 - eb.p0;
     let c = u.cross(&w);
@@ -59,10 +64,11 @@ pub fn edge_edge(ea: &EdgeGeom, eb: &EdgeGeom) -> Option<FeatureHit> {
     if n.dot(&ea.pseudo_normal()) < 0.0 {
         n = -n;
     }
-    if !in_arc(&n, &ea.n1, &ea.n2, CONE_TOL) || !in_arc(&-n, &eb.n1, &eb.n2, CONE_TOL) {
+    let gap = (pb - pa).dot(&n);
+    if !window.contains(gap) || !in_arc(&n, &ea.n1, &ea.n2, CONE_TOL) || !in_arc(&-n, &eb.n1, &eb.n2, CONE_TOL) {
         return None;
     }
-    Some(FeatureHit { point_a: pa, point_b: pb, normal: n, gap: (pb - pa).dot(&n) })
+    Some(FeatureHit { point_a: pa, point_b: pb, normal: n, gap })
 }
 
 #[cfg(test)]

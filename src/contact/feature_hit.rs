@@ -16,6 +16,27 @@ pub struct FeatureHit {
     pub gap: f64,
 }
 
+/// The gaps a search keeps, `min ≤ gap < max`: each pair test checks its
+/// gap against it before the validity cones, the costly part, so a pair
+/// outside the window costs only its closest points.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GapWindow {
+    /// Deepest penetration kept (a negative gap).
+    pub min: f64,
+    /// Gaps from this on are dropped.
+    pub max: f64,
+}
+
+impl GapWindow {
+    /// Every gap.
+    pub const ALL: Self = Self { min: f64::NEG_INFINITY, max: f64::INFINITY };
+
+    /// True when `min ≤ gap < max`.
+    pub fn contains(&self, gap: f64) -> bool {
+        gap >= self.min && gap < self.max
+    }
+}
+
 impl FeatureHit {
     /// The same hit with the roles of `a` and `b` exchanged.
     pub fn swapped(self) -> Self {

@@ -19,11 +19,11 @@
 //! 4. Contact hierarchy for concave regions (§3.6): [`apply_hierarchy`].
 //!
 //! Known limit: a vertex deeper than `inflation` behind a face is not seen.
-use super::edge_edge::{edge_edge, EdgeGeom};
-use super::vertex_edge::vertex_edge;
-use super::vertex_face::vertex_face;
-use super::vertex_vertex::vertex_vertex;
-use super::feature_hit::FeatureHit;
+use super::edge_edge::{edge_edge_within, EdgeGeom};
+use super::feature_hit::{FeatureHit, GapWindow};
+use super::vertex_edge::vertex_edge_within;
+use super::vertex_face::vertex_face_within;
+use super::vertex_vertex::vertex_vertex_within;
 use super::{BodyPose, Contact, Contacts};
 use crate::body::TriMesh;
 use crate::geometry::mesh_features::NONE;
@@ -362,40 +362,40 @@ pub fn box_culled_pairs(a: &PosedMesh, b: &PosedMesh, inflation: f64) -> EntityP
 /// vertex(a)–edge(b), edge(a)–vertex(b), vertex–vertex).
 pub fn evaluate_pairs(a: &PosedMesh, b: &PosedMesh, pairs: &EntityPairs, contact_distance: f64, reach: f64) -> Vec<PairHit> {
     let mut out = Vec::new();
+    // The two points are |gap| apart: deeper pairs need not be candidates.
+    let w = &GapWindow { min: -reach, max: contact_distance };
     let mut keep = |sa: SubRegion, sb: SubRegion, h: Option<FeatureHit>| {
         if let Some(hit) = h {
-            // The two points are |gap| apart: deeper pairs need not be candidates.
-            if hit.gap < contact_distance && hit.gap >= -reach {
-                out.push(PairHit { sa, sb, hit });
-            }
+            out.push(PairHit { sa, sb, hit });
         }
     };
     for &(v, t) in &pairs.vertex_face {
-        let h = vertex_face(&a.x[v as usize], &a.vertex_normals[v as usize], &b.triangle(t), &b.face_normals[t as usize], b.inclusive(t));
+        let h = vertex_face_within(&a.x[v as usize], &a.vertex_normals[v as usize], &b.triangle(t), &b.face_normals[t as usize], b.inclusive(t), w);
         keep(SubRegion::Vertex(v), SubRegion::Face(t), h);
     }
     for &(t, v) in &pairs.face_vertex {
-        let h = vertex_face(&b.x[v as usize], &b.vertex_normals[v as usize], &a.triangle(t), &a.face_normals[t as usize], a.inclusive(t));
+        let h = vertex_face_within(&b.x[v as usize], &b.vertex_normals[v as usize], &a.triangle(t), &a.face_normals[t as usize], a.inclusive(t), w);
         keep(SubRegion::Face(t), SubRegion::Vertex(v), h.map(FeatureHit::swapped));
     }
     for &(ea, eb) in &pairs.edge_edge {
-        keep(SubRegion::Edge(ea), SubRegion::Edge(eb), edge_edge(&a.edge(ea), &b.edge(eb)));
+        keep(SubRegion::Edge(ea), SubRegion::Edge(eb), edge_edge_within(&a.edge(ea), &b.edge(eb), w));
     }
     for &(v, e) in &pairs.vertex_edge {
-        keep(SubRegion::Vertex(v), SubRegion::Edge(e), vertex_edge(&a.x[v as usize], a.vertex_cone(v), &b.edge(e)));
+        keep(SubRegion::Vertex(v), SubRegion::Edge(e), vertex_edge_within(&a.x[v as usize], a.vertex_cone(v), &b.edge(e), w));
     }
     for &(e, v) in &pairs.edge_vertex {
-        let h = vertex_edge(&b.x[v as usize], b.vertex_cone(v), &a.edge(e));
+        let h = vertex_edge_within(&b.x[v as usize], b.vertex_cone(v), &a.edge(e), w);
         keep(SubRegion::Edge(e), SubRegion::Vertex(v), h.map(FeatureHit::swapped));
     }
     for &(va, vb) in &pairs.vertex_vertex {
-        let h = vertex_vertex(
+        let h = vertex_vertex_within(
             &a.x[va as usize],
             a.vertex_cone(va),
             &a.vertex_normals[va as usize],
             &b.x[vb as usize],
             b.vertex_cone(vb),
             &b.vertex_normals[vb as usize],
+            w,
         );
         keep(SubRegion::Vertex(va), SubRegion::Vertex(vb), h);
     }

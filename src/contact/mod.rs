@@ -194,7 +194,7 @@ pub fn narrow_phase(i: usize, j: usize, bodies: &Bodies, shapes: &ContactShapes,
 }
 
 /// [`narrow_phase`] for the body pair `(i, j)` through its second-level list
-/// in `lists` when both are meshes (`epoch`: the first-level build count),
+/// in `lists` (at first-level slot `slot`, the pair's index in the Verlet list) when both are meshes,
 /// else [`narrow_phase`] itself. Same contacts, same order.
 #[allow(clippy::too_many_arguments)]
 pub fn narrow_phase_listed(
@@ -204,7 +204,7 @@ pub fn narrow_phase_listed(
     shapes: &ContactShapes,
     params: &DetectParams,
     lists: &mut EntityLists,
-    epoch: u64,
+    slot: usize,
     out: &mut Contacts,
 ) {
     let (si, sj) = (bodies.shape[i], bodies.shape[j]);
@@ -216,7 +216,7 @@ pub fn narrow_phase_listed(
     let (pi, pj) = (BodyPose::of(bodies, i), BodyPose::of(bodies, j));
     let ((p, m, f), (q, n, g)) = if pi.id < pj.id { ((&pi, mi, fi), (&pj, mj, fj)) } else { ((&pj, mj, fj), (&pi, mi, fi)) };
     let reach = params.mesh_reach(f, g);
-    let (pairs, scratch) = lists.get(p, m, f, q, n, g, reach, params.skin, epoch);
+    let (pairs, scratch) = lists.get(slot, p, m, f, q, n, g, reach, params.skin);
     mesh_mesh::mesh_mesh_listed(p, m, f, q, n, g, pairs, params.contact_distance, reach, scratch, out);
 }
 
@@ -270,13 +270,12 @@ pub fn detect(
     if rebuilt {
         verlet.build(bodies, shapes, walls, params);
     }
-    let epoch = verlet.builds();
     let (pairs, lists) = verlet.pairs_and_entity_lists();
-    for &(i, j) in pairs {
+    for (slot, &(i, j)) in pairs.iter().enumerate() {
         let owner = if bodies.id[i] < bodies.id[j] { i } else { j };
         if owner < n_owned {
             if params.entity_lists {
-                narrow_phase_listed(i, j, bodies, shapes, params, lists, epoch, out);
+                narrow_phase_listed(i, j, bodies, shapes, params, lists, slot, out);
             } else {
                 narrow_phase(i, j, bodies, shapes, params, out);
             }

@@ -6,7 +6,7 @@
 //! direction out of `b` on the arc between `b`'s two face normals; the
 //! direction out of `a` (towards `b`) in the vertex's external cone.
 use super::edge_edge::EdgeGeom;
-use super::feature_hit::FeatureHit;
+use super::feature_hit::{FeatureHit, GapWindow};
 use crate::geometry::{in_arc, in_normal_cone, CONE_TOL};
 use nalgebra::Vector3;
 
@@ -15,6 +15,11 @@ use nalgebra::Vector3;
 /// negative when `v` lies on the inner side of the edge's pseudo-normal; the
 /// normal (from `a` to `b`) is `∓(v − c)/|v − c|`.
 pub fn vertex_edge(v: &Vector3<f64>, v_cone: &[Vector3<f64>], e: &EdgeGeom) -> Option<FeatureHit> {
+    vertex_edge_within(v, v_cone, e, &GapWindow::ALL)
+}
+
+/// [`vertex_edge`] for the gaps in `window` only.
+pub fn vertex_edge_within(v: &Vector3<f64>, v_cone: &[Vector3<f64>], e: &EdgeGeom, window: &GapWindow) -> Option<FeatureHit> {
     let w = e.p1 - e.p0;
     let t = (v - e.p0).dot(&w) / w.norm_squared();
     if !(t > 0.0 && t < 1.0) {
@@ -34,7 +39,7 @@ pub fn vertex_edge(v: &Vector3<f64>, v_cone: &[Vector3<f64>], e: &EdgeGeom) -> O
     } else {
         (reference.normalize(), 0.0)
     };
-    if !in_arc(&m, &e.n1, &e.n2, CONE_TOL) || !in_normal_cone(&-m, v_cone, CONE_TOL) {
+    if !window.contains(gap) || !in_arc(&m, &e.n1, &e.n2, CONE_TOL) || !in_normal_cone(&-m, v_cone, CONE_TOL) {
         return None;
     }
     Some(FeatureHit { point_a: *v, point_b: c, normal: -m, gap })

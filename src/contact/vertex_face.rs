@@ -8,7 +8,7 @@
 //! triangles (`inclusive`), so a vertex above a diagonal is reported exactly
 //! once. A back-facing pair (the vertex's pseudo-normal not against the face
 //! normal) is rejected.
-use super::feature_hit::FeatureHit;
+use super::feature_hit::{FeatureHit, GapWindow};
 use nalgebra::Vector3;
 
 /// Barycentric tolerance: a coordinate counts as zero within this.
@@ -26,10 +26,25 @@ pub fn vertex_face(
     n: &Vector3<f64>,
     inclusive: [bool; 3],
 ) -> Option<FeatureHit> {
+    vertex_face_within(v, v_normal, tri, n, inclusive, &GapWindow::ALL)
+}
+
+/// [`vertex_face`] for the gaps in `window` only.
+pub fn vertex_face_within(
+    v: &Vector3<f64>,
+    v_normal: &Vector3<f64>,
+    tri: &[Vector3<f64>; 3],
+    n: &Vector3<f64>,
+    inclusive: [bool; 3],
+    window: &GapWindow,
+) -> Option<FeatureHit> {
     if v_normal.dot(n) >= 0.0 {
         return None;
     }
     let gap = (v - tri[0]).dot(n);
+    if !window.contains(gap) {
+        return None;
+    }
     let q = v - n * gap;
     let bary = barycentric(&q, tri);
     for (k, &inc) in inclusive.iter().enumerate() {

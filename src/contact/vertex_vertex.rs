@@ -4,7 +4,7 @@
 //!
 //! Validity range (§2.4.4): the direction lies in both vertices' external
 //! cones (out of `a` in `a`'s cone, out of `b` in `b`'s cone).
-use super::feature_hit::FeatureHit;
+use super::feature_hit::{FeatureHit, GapWindow};
 use crate::geometry::{in_normal_cone, CONE_TOL};
 use nalgebra::Vector3;
 
@@ -20,6 +20,19 @@ pub fn vertex_vertex(
     cone_b: &[Vector3<f64>],
     pn_b: &Vector3<f64>,
 ) -> Option<FeatureHit> {
+    vertex_vertex_within(va, cone_a, pn_a, vb, cone_b, pn_b, &GapWindow::ALL)
+}
+
+/// [`vertex_vertex`] for the gaps in `window` only.
+pub fn vertex_vertex_within(
+    va: &Vector3<f64>,
+    cone_a: &[Vector3<f64>],
+    pn_a: &Vector3<f64>,
+    vb: &Vector3<f64>,
+    cone_b: &[Vector3<f64>],
+    pn_b: &Vector3<f64>,
+    window: &GapWindow,
+) -> Option<FeatureHit> {
     let d = vb - va;
     let dist = d.norm();
     let reference = pn_a - pn_b;
@@ -32,7 +45,7 @@ pub fn vertex_vertex(
     } else {
         (reference.normalize(), 0.0)
     };
-    if !in_normal_cone(&n, cone_a, CONE_TOL) || !in_normal_cone(&-n, cone_b, CONE_TOL) {
+    if !window.contains(gap) || !in_normal_cone(&n, cone_a, CONE_TOL) || !in_normal_cone(&-n, cone_b, CONE_TOL) {
         return None;
     }
     Some(FeatureHit { point_a: *va, point_b: *vb, normal: n, gap })
