@@ -70,6 +70,10 @@ pub struct Summary {
     /// Neighbour-list rebuilds (migrate + ghosts + Verlet) and RCB rebalances.
     pub rebuilds: u64,
     pub rebalances: u64,
+    /// Load per rank at the end, [min, mean, max]: owned bodies, and the
+    /// work RCB balances (owned bodies + the contacts each rank owns).
+    pub owned_bodies: [f64; 3],
+    pub work_per_rank: [f64; 3],
     pub kinetic_energy: f64,
     pub solver_iterations_total: u64,
     pub solver_iterations_per_step: Vec<u64>,
@@ -401,6 +405,8 @@ fn finish(
         candidate_pairs: parallel::sum_u64(comm, world.candidate_pairs() as u64),
         rebuilds: world.rebuilds,
         rebalances: world.rebalances,
+        owned_bodies: parallel::memory::min_mean_max(comm, world.n_owned() as f64),
+        work_per_rank: parallel::memory::min_mean_max(comm, world.work().iter().sum()),
         kinetic_energy: world.kinetic_energy(),
         solver_iterations_total: tally.iterations_per_step.iter().sum(),
         linear_iterations_total: tally.linear_iterations,

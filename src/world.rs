@@ -147,21 +147,38 @@ impl<'a> World<'a> {
         self.rebuilds += 1;
     }
 
-    /// Recomputes the rank boxes by RCB when the body counts are uneven.
+    /// The work of each owned body: 1 plus the contacts it owns (those it is
+    /// the smaller-id body of, which this rank detects and assembles), from
+    /// the last detection.
+    pub fn work(&self) -> Vec<f64> {
+        let n = self.layout.n_owned;
+        let mut work = vec![1.0; n];
+        for &i in &self.contacts.ia {
+            if i < n {
+                work[i] += 1.0;
+            }
+        }
+        work
+    }
+
+    /// Recomputes the rank boxes by RCB when the work ([`World::work`]) is
+    /// uneven: with equal body counts the contacts of a pack can still
+    /// differ by a fifth between ranks (the tetrapod collapse).
     fn rebalance(&mut self) {
         let size = self.comm.size() as usize;
         if size == 1 {
             return;
         }
-        let n = self.layout.n_owned as f64;
-        let (max, mean) = (parallel::max_f64(self.comm, n), parallel::sum_f64(self.comm, n) / size as f64);
+        let work = self.work();
+        let total: f64 = work.iter().sum();
+        let (max, mean) = (parallel::max_f64(self.comm, total), parallel::sum_f64(self.comm, total) / size as f64);
         if mean <= 0.0 || max / mean <= self.scene.imbalance {
             return;
         }
         let positions = &self.bodies.position[..self.layout.n_owned];
-        self.domain = self.timers.time("migration", || Domain::rcb(self.comm, positions, self.scene.simulation.dim));
+        self.domain = self.timers.time("migration", || Domain::rcb(self.comm, positions, &work, self.scene.simulation.dim));
         self.rebalances += 1;
-        log::info!("rebalanced by RCB: max/mean bodies per rank was {:.2}", max / mean);
+        log::info!("rebalanced by RCB: max/mean work (bodies + contacts) per rank was {:.2}", max / mean);
     }
 
     /// Moves the walls to their positions at time `t` and marks those
@@ -218,10 +235,11 @@ impl<'a> World<'a> {
     /// and forces in place; the list is used by the next [`World::detect`].
     /// Collective.
     pub fn detect_next(&mut self) {
+        self.next = None;
+        // The step's contacts are the work estimate of a rebalance.
+        self.neighbours(false);
         let step_list = std::mem::take(&mut self.contacts);
         let step_fixed = std::mem::take(&mut self.contact_fixed);
-        self.next = None;
-        self.neighbours(false);
         self.detect();
         let new_list = std::mem::replace(&mut self.contacts, step_list);
         let new_fixed = std::mem::replace(&mut self.contact_fixed, step_fixed);

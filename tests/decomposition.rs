@@ -270,6 +270,67 @@ fn restart_on_another_rank_count_continues_the_same_run() {
     }
 }
 
+/// RCB balances work, not bodies: a chain of 64 spheres 0.02 apart (124
+/// contacts within the contact distance) and a loose lattice of 64 spheres
+/// with none, falling freely (no forces, rebuilds as they fall). After the
+/// rebalance each of 2 ranks owns about half of bodies + contacts
+/// (granularity: one layer of the chain, 4 bodies and ~8 contacts of 252),
+/// so the ranks hold unequal numbers of bodies.
+#[test]
+fn rcb_balances_bodies_plus_contacts() {
+    let text = r#"
+[simulation]
+solver = "cd"
+t_end = 0.2
+dt = 0.01
+gravity = [0.0, 0.0, -9.81]
+
+[[material]]
+name = "m"
+density = 1000.0
+
+[[shape]]
+name = "s"
+kind = "sphere"
+radius = 0.5
+
+[[generate]]
+kind = "lattice"
+shape = "s"
+material = "m"
+origin = [0.0, 0.0, 0.0]
+count = [16, 2, 2]
+spacing = 1.02
+
+[[generate]]
+kind = "lattice"
+shape = "s"
+material = "m"
+origin = [20.0, 0.0, 0.0]
+count = [4, 4, 4]
+spacing = 2.0
+
+[contact]
+distance = 0.05
+skin = 0.02
+
+[parallel]
+imbalance = 1.05
+
+[output]
+dir = "OUTDIR"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let (out, log) = run_log(2, dir.path(), "work", text);
+    assert!(log.contains("rebalanced by RCB"), "no rebalance: {log}");
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let ratio = |key: &str| s[key][2].as_f64().unwrap() / s[key][1].as_f64().unwrap();
+    assert_eq!(s["contacts"].as_u64(), Some(15 * 4 + 16 * 2 * 2), "the chain's contacts");
+    eprintln!("max/mean per rank: work {:.3}, bodies {:.3}", ratio("work_per_rank"), ratio("owned_bodies"));
+    assert!(ratio("work_per_rank") <= 1.1, "work not balanced: {}", s["work_per_rank"]);
+    assert!(ratio("owned_bodies") >= 1.2, "bodies balanced instead of work: {}", s["owned_bodies"]);
+}
+
 #[test]
 fn uneven_load_is_rebalanced_by_rcb_without_changing_results() {
     // One far-away fixed body stretches the scene box, so the grid leaves

@@ -507,7 +507,7 @@ fn sliding_block_a_crossing_ranks_matches_one_rank() {
     let (_t1, one, _) = sliding_block(1, point, &[bodies, "output.every=25"]);
     let (_t2, two, log) = sliding_block(2, point, &[bodies, "output.every=25"]);
     // The pushed block entered rank 1's half, which then held both bodies.
-    assert!(log.contains("rebalanced by RCB: max/mean bodies per rank was 2.00"), "no migration of the pushed block seen:\n{log}");
+    assert!(log.contains("rebalanced by RCB: max/mean work (bodies + contacts) per rank was 2.00"), "no migration of the pushed block seen:\n{log}");
     assert_eq!(one.len(), two.len(), "frame counts differ");
     let w = BLOCK_M * G;
     let (mut df, mut dx) = (0.0f64, 0.0f64);

@@ -104,7 +104,7 @@ pub struct StiffnessCfg {
 #[serde(deny_unknown_fields)]
 pub struct ParallelCfg {
     /// Rebalance by recursive coordinate bisection when the largest rank
-    /// holds this many times the mean number of bodies.
+    /// holds this many times the mean work (bodies + the contacts they own).
     #[serde(default = "default_imbalance")]
     pub imbalance: f64,
     /// Periodic axes [x, y, z]; a periodic axis needs box_min and box_max.

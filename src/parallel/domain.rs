@@ -1,6 +1,7 @@
 //! Spatial decomposition (step 1 of the time step): the scene box cut into a
 //! Cartesian grid of rank boxes, or, once the load is uneven, a recursive
-//! coordinate bisection (RCB) by body count. Boxes on the outside reach to
+//! coordinate bisection (RCB) by work (bodies and the contacts they own).
+//! Boxes on the outside reach to
 //! infinity, so every point has exactly one owner.
 use super::Comm;
 use mpi::collective::SystemOperation;
@@ -63,10 +64,12 @@ impl Domain {
     }
 
     /// Collective: recursive coordinate bisection of the owned `positions` of
-    /// all ranks, each cut splitting the bodies of a node in proportion to
-    /// its ranks (bisection on the cut coordinate with global counts). Every
-    /// rank builds the same tree. In 2D the z axis is never cut.
-    pub fn rcb(comm: &Comm, positions: &[Vector3<f64>], dim: u8) -> Self {
+    /// all ranks with their `weights` (the work of each body), each cut
+    /// splitting the weight of a node in proportion to its ranks (bisection
+    /// on the cut coordinate with global sums). Every rank builds the same
+    /// tree. In 2D the z axis is never cut.
+    pub fn rcb(comm: &Comm, positions: &[Vector3<f64>], weights: &[f64], dim: u8) -> Self {
+        debug_assert_eq!(positions.len(), weights.len());
         let size = comm.size() as usize;
         let inf = Vector3::repeat(f64::INFINITY);
         let mut nodes = vec![Node { r0: 0, r1: size, lo: -inf, hi: inf, axis: 0, cut: 0.0, left: 0, right: 0 }];
@@ -102,31 +105,31 @@ impl Domain {
                 nodes[k].axis = axis;
                 (lo_cut[s], hi_cut[s]) = if ext(axis).is_finite() { (glo[3 * s + axis], ghi[3 * s + axis]) } else { (0.0, 0.0) };
             }
-            let mut total = vec![0u64; split.len()];
-            let mut local_total = vec![0u64; split.len()];
-            for &k in &node_of {
+            let mut total = vec![0.0f64; split.len()];
+            let mut local_total = vec![0.0f64; split.len()];
+            for (&k, &w) in node_of.iter().zip(weights) {
                 if let Some(s) = slot(k) {
-                    local_total[s] += 1;
+                    local_total[s] += w;
                 }
             }
             comm.all_reduce_into(&local_total[..], &mut total[..], SystemOperation::sum());
             // Bisection on each node's cut so that the left share matches its ranks.
             for _ in 0..60 {
                 let trial: Vec<f64> = (0..split.len()).map(|s| 0.5 * (lo_cut[s] + hi_cut[s])).collect();
-                let mut below = vec![0u64; split.len()];
+                let mut below = vec![0.0f64; split.len()];
                 for (i, p) in positions.iter().enumerate() {
                     if let Some(s) = slot(node_of[i]) {
                         if p[nodes[split[s]].axis] < trial[s] {
-                            below[s] += 1;
+                            below[s] += weights[i];
                         }
                     }
                 }
-                let mut gbelow = vec![0u64; split.len()];
+                let mut gbelow = vec![0.0f64; split.len()];
                 comm.all_reduce_into(&below[..], &mut gbelow[..], SystemOperation::sum());
                 for (s, &k) in split.iter().enumerate() {
                     let n = nodes[k].r1 - nodes[k].r0;
-                    let want = total[s] as f64 * (n / 2) as f64 / n as f64;
-                    if (gbelow[s] as f64) < want {
+                    let want = total[s] * (n / 2) as f64 / n as f64;
+                    if gbelow[s] < want {
                         lo_cut[s] = trial[s];
                     } else {
                         hi_cut[s] = trial[s];

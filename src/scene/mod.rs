@@ -425,7 +425,7 @@ pub struct Scene {
     pub output: Output,
     pub solver: SolverSettings,
     pub contact: ContactSettings,
-    /// Rebalance when max/mean bodies per rank exceeds this.
+    /// Rebalance when max/mean work (bodies + contacts) per rank exceeds this.
     pub imbalance: f64,
     /// Periodic boundaries, if any axis is periodic.
     pub periodic: Option<Periodic>,
