@@ -236,10 +236,18 @@ fn beam_on_three_supports() {
     assert!(landed, "the platform never touched the supports");
 }
 
+/// On the grid decomposition of every rank count (no RCB rebalance). The
+/// layers land at step 6, where plain CD's forces are not unique: a 3-rank
+/// RCB split (work 1.34 of the mean) changed the order of the sums, the
+/// runs differed by 6e-19 N at step 5 and by 1e-4 N (a third of the largest
+/// force) from step 6 on, positions still equal to 1e-12 m: another valid
+/// distribution, not a lost contact. Compatible CD is what makes the forces
+/// unique (tests/compat.rs).
 #[test]
 fn small_pyramid_settles_with_the_same_reactions_on_1_2_3_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/configs/cannonball-cd-small.toml")).unwrap();
+    let text = text.replace("[output]", "[parallel]\nimbalance = 2.0\n\n[output]");
     let mut results = Vec::new();
     for np in [1, 2, 3] {
         let out = dir.path().join(format!("np{np}"));

@@ -218,6 +218,9 @@ fn final_state(file: &Path) -> Vec<f64> {
     v
 }
 
+/// With exact linear solves: at the default GMRES tolerance (1e-4) the
+/// Newton path depends on the block-Jacobi blocks, one per rank, and the
+/// 3-rank run (split by work since 9be5145) differed by 1.2e-9.
 #[test]
 fn same_trajectory_on_one_two_three_ranks() {
     let mut results = Vec::new();
@@ -225,7 +228,7 @@ fn same_trajectory_on_one_two_three_ranks() {
     for np in [1, 2, 3] {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("out");
-        run(np, &crowd(&out), tmp.path(), &[]);
+        run(np, &crowd(&out), tmp.path(), &["--", "-ksp_rtol", "1e-12"]);
         let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
         let steps = s["steps"].as_u64().unwrap();
         assert!(steps >= 100);
