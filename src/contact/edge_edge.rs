@@ -37,12 +37,8 @@ impl EdgeGeom {
 /// Edge `ea` of body `a` against edge `eb` of body `b` (world frame). The
 /// normal is `±(ea × eb)/|ea × eb|`, the sign making it point out of `a`
 /// (positive along `a`'s pseudo-normal); gap = `(point_b − point_a)·normal`.
-pub fn edge_edge(ea: &EdgeGeom, eb: &EdgeGeom) -> Option<FeatureHit> {
-    edge_edge_within(ea, eb, &GapWindow::ALL)
-}
-
-/// [`edge_edge`] for the gaps in `window` only.
-pub fn edge_edge_within(ea: &EdgeGeom, eb: &EdgeGeom, window: &GapWindow) -> Option<FeatureHit> {
+/// A gap outside `window` gives `None` before the validity tests.
+pub fn edge_edge(ea: &EdgeGeom, eb: &EdgeGeom, window: &GapWindow) -> Option<FeatureHit> {
     let u = ea.p1 - ea.p0;
     let w = eb.p1 - eb.p0;
     let c = u.cross(&w);
@@ -98,13 +94,13 @@ mod tests {
 
     #[test]
     fn crossed_edges() {
-        let h = edge_edge(&ridge_x(0.0), &valley_y(0.25, 0.3)).unwrap();
+        let h = edge_edge(&ridge_x(0.0), &valley_y(0.25, 0.3), &GapWindow::ALL).unwrap();
         assert_relative_eq!(h.gap, 0.25, epsilon = 1e-14);
         assert_relative_eq!(h.normal, Vector3::z(), epsilon = 1e-14);
         assert_relative_eq!(h.point_a, Vector3::new(0.3, 0.0, 0.0), epsilon = 1e-14);
         assert_relative_eq!(h.point_b, Vector3::new(0.3, 0.0, 0.25), epsilon = 1e-14);
         // Overlap: negative gap, same normal.
-        let h = edge_edge(&ridge_x(0.0), &valley_y(-0.1, 0.3)).unwrap();
+        let h = edge_edge(&ridge_x(0.0), &valley_y(-0.1, 0.3), &GapWindow::ALL).unwrap();
         assert_relative_eq!(h.gap, -0.1, epsilon = 1e-14);
         assert_relative_eq!(h.normal, Vector3::z(), epsilon = 1e-14);
     }
@@ -112,21 +108,21 @@ mod tests {
     #[test]
     fn validity_range_rejections() {
         // Crossing point beyond the end of a's edge.
-        assert!(edge_edge(&ridge_x(0.0), &valley_y(0.25, 1.5)).is_none());
+        assert!(edge_edge(&ridge_x(0.0), &valley_y(0.25, 1.5), &GapWindow::ALL).is_none());
         // Parallel edges.
         let mut b = ridge_x(0.5);
         b.n1 = -b.n1;
         b.n2 = -b.n2;
-        assert!(edge_edge(&ridge_x(0.0), &b).is_none());
+        assert!(edge_edge(&ridge_x(0.0), &b, &GapWindow::ALL).is_none());
         // Normal outside b's cone: b's faces look up, not down at a.
         let mut up = valley_y(0.25, 0.3);
         up.n1 = Vector3::new(1.0, 0.0, 1.0).normalize();
         up.n2 = Vector3::new(-1.0, 0.0, 1.0).normalize();
-        assert!(edge_edge(&ridge_x(0.0), &up).is_none());
+        assert!(edge_edge(&ridge_x(0.0), &up, &GapWindow::ALL).is_none());
         // Normal outside a's cone: a's ridge tilted so that z is not between its normals.
         let mut tilted = ridge_x(0.0);
         tilted.n1 = Vector3::new(0.0, 1.0, 0.2).normalize();
         tilted.n2 = Vector3::new(0.0, 1.0, -0.3).normalize();
-        assert!(edge_edge(&tilted, &valley_y(0.25, 0.3)).is_none());
+        assert!(edge_edge(&tilted, &valley_y(0.25, 0.3), &GapWindow::ALL).is_none());
     }
 }

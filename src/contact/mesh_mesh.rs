@@ -19,11 +19,11 @@
 //! 4. Contact hierarchy for concave regions (§3.6): [`apply_hierarchy`].
 //!
 //! Known limit: a vertex deeper than `inflation` behind a face is not seen.
-use super::edge_edge::{edge_edge_within, EdgeGeom};
+use super::edge_edge::{edge_edge, EdgeGeom};
 use super::feature_hit::{FeatureHit, GapWindow};
-use super::vertex_edge::vertex_edge_within;
-use super::vertex_face::vertex_face_within;
-use super::vertex_vertex::vertex_vertex_within;
+use super::vertex_edge::vertex_edge;
+use super::vertex_face::vertex_face;
+use super::vertex_vertex::vertex_vertex;
 use super::{BodyPose, Contact, Contacts};
 use crate::body::TriMesh;
 use crate::geometry::mesh_features::NONE;
@@ -370,25 +370,25 @@ pub fn evaluate_pairs(a: &PosedMesh, b: &PosedMesh, pairs: &EntityPairs, contact
         }
     };
     for &(v, t) in &pairs.vertex_face {
-        let h = vertex_face_within(&a.x[v as usize], &a.vertex_normals[v as usize], &b.triangle(t), &b.face_normals[t as usize], b.inclusive(t), w);
+        let h = vertex_face(&a.x[v as usize], &a.vertex_normals[v as usize], &b.triangle(t), &b.face_normals[t as usize], b.inclusive(t), w);
         keep(SubRegion::Vertex(v), SubRegion::Face(t), h);
     }
     for &(t, v) in &pairs.face_vertex {
-        let h = vertex_face_within(&b.x[v as usize], &b.vertex_normals[v as usize], &a.triangle(t), &a.face_normals[t as usize], a.inclusive(t), w);
+        let h = vertex_face(&b.x[v as usize], &b.vertex_normals[v as usize], &a.triangle(t), &a.face_normals[t as usize], a.inclusive(t), w);
         keep(SubRegion::Face(t), SubRegion::Vertex(v), h.map(FeatureHit::swapped));
     }
     for &(ea, eb) in &pairs.edge_edge {
-        keep(SubRegion::Edge(ea), SubRegion::Edge(eb), edge_edge_within(&a.edge(ea), &b.edge(eb), w));
+        keep(SubRegion::Edge(ea), SubRegion::Edge(eb), edge_edge(&a.edge(ea), &b.edge(eb), w));
     }
     for &(v, e) in &pairs.vertex_edge {
-        keep(SubRegion::Vertex(v), SubRegion::Edge(e), vertex_edge_within(&a.x[v as usize], a.vertex_cone(v), &b.edge(e), w));
+        keep(SubRegion::Vertex(v), SubRegion::Edge(e), vertex_edge(&a.x[v as usize], a.vertex_cone(v), &b.edge(e), w));
     }
     for &(e, v) in &pairs.edge_vertex {
-        let h = vertex_edge_within(&b.x[v as usize], b.vertex_cone(v), &a.edge(e), w);
+        let h = vertex_edge(&b.x[v as usize], b.vertex_cone(v), &a.edge(e), w);
         keep(SubRegion::Edge(e), SubRegion::Vertex(v), h.map(FeatureHit::swapped));
     }
     for &(va, vb) in &pairs.vertex_vertex {
-        let h = vertex_vertex_within(
+        let h = vertex_vertex(
             &a.x[va as usize],
             a.vertex_cone(va),
             &a.vertex_normals[va as usize],

@@ -14,12 +14,8 @@ use nalgebra::Vector3;
 /// against edge `e` of body `b`. The gap is `±|v − c|` (`c` the projection),
 /// negative when `v` lies on the inner side of the edge's pseudo-normal; the
 /// normal (from `a` to `b`) is `∓(v − c)/|v − c|`.
-pub fn vertex_edge(v: &Vector3<f64>, v_cone: &[Vector3<f64>], e: &EdgeGeom) -> Option<FeatureHit> {
-    vertex_edge_within(v, v_cone, e, &GapWindow::ALL)
-}
-
-/// [`vertex_edge`] for the gaps in `window` only.
-pub fn vertex_edge_within(v: &Vector3<f64>, v_cone: &[Vector3<f64>], e: &EdgeGeom, window: &GapWindow) -> Option<FeatureHit> {
+/// A gap outside `window` gives `None` before the validity tests.
+pub fn vertex_edge(v: &Vector3<f64>, v_cone: &[Vector3<f64>], e: &EdgeGeom, window: &GapWindow) -> Option<FeatureHit> {
     let w = e.p1 - e.p0;
     let t = (v - e.p0).dot(&w) / w.norm_squared();
     if !(t > 0.0 && t < 1.0) {
@@ -67,12 +63,12 @@ mod tests {
 
     #[test]
     fn vertex_above_a_ridge() {
-        let h = vertex_edge(&Vector3::new(0.2, 0.0, 0.3), &down_corner(), &ridge()).unwrap();
+        let h = vertex_edge(&Vector3::new(0.2, 0.0, 0.3), &down_corner(), &ridge(), &GapWindow::ALL).unwrap();
         assert_relative_eq!(h.gap, 0.3, epsilon = 1e-14);
         assert_relative_eq!(h.normal, -Vector3::z(), epsilon = 1e-14);
         assert_relative_eq!(h.point_b, Vector3::new(0.2, 0.0, 0.0), epsilon = 1e-14);
         // Below the ridge (overlap): negative gap, same normal.
-        let h = vertex_edge(&Vector3::new(0.2, 0.0, -0.05), &down_corner(), &ridge()).unwrap();
+        let h = vertex_edge(&Vector3::new(0.2, 0.0, -0.05), &down_corner(), &ridge(), &GapWindow::ALL).unwrap();
         assert_relative_eq!(h.gap, -0.05, epsilon = 1e-14);
         assert_relative_eq!(h.normal, -Vector3::z(), epsilon = 1e-14);
     }
@@ -80,11 +76,11 @@ mod tests {
     #[test]
     fn validity_range_rejections() {
         // Beyond the edge's end.
-        assert!(vertex_edge(&Vector3::new(1.2, 0.0, 0.3), &down_corner(), &ridge()).is_none());
+        assert!(vertex_edge(&Vector3::new(1.2, 0.0, 0.3), &down_corner(), &ridge(), &GapWindow::ALL).is_none());
         // Direction outside the edge's arc (beside the roof, below its faces' normals).
-        assert!(vertex_edge(&Vector3::new(0.2, 1.0, 0.1), &down_corner(), &ridge()).is_none());
+        assert!(vertex_edge(&Vector3::new(0.2, 1.0, 0.1), &down_corner(), &ridge(), &GapWindow::ALL).is_none());
         // Direction outside the vertex's cone: the corner points up.
         let up: Vec<_> = down_corner().iter().map(|n| -n).collect();
-        assert!(vertex_edge(&Vector3::new(0.2, 0.0, 0.3), &up, &ridge()).is_none());
+        assert!(vertex_edge(&Vector3::new(0.2, 0.0, 0.3), &up, &ridge(), &GapWindow::ALL).is_none());
     }
 }

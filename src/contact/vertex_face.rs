@@ -19,18 +19,8 @@ const BARY_EPS: f64 = 1e-12;
 /// `inclusive[k]` makes triangle edge `k` (from `tri[k]` to `tri[k + 1]`) part
 /// of the valid range. The gap is `(v − tri[0]) · n` (negative inside), the
 /// normal from `a` to `b` is `−n`; `point_a = v`, `point_b` the projection.
+/// A gap outside `window` gives `None` before the validity tests.
 pub fn vertex_face(
-    v: &Vector3<f64>,
-    v_normal: &Vector3<f64>,
-    tri: &[Vector3<f64>; 3],
-    n: &Vector3<f64>,
-    inclusive: [bool; 3],
-) -> Option<FeatureHit> {
-    vertex_face_within(v, v_normal, tri, n, inclusive, &GapWindow::ALL)
-}
-
-/// [`vertex_face`] for the gaps in `window` only.
-pub fn vertex_face_within(
     v: &Vector3<f64>,
     v_normal: &Vector3<f64>,
     tri: &[Vector3<f64>; 3],
@@ -81,11 +71,11 @@ mod tests {
     #[test]
     fn projection_inside_gives_signed_gap_along_the_normal() {
         let down = -Vector3::z();
-        let h = vertex_face(&Vector3::new(0.5, 0.5, 0.3), &down, &tri(), &Vector3::z(), [false; 3]).unwrap();
+        let h = vertex_face(&Vector3::new(0.5, 0.5, 0.3), &down, &tri(), &Vector3::z(), [false; 3], &GapWindow::ALL).unwrap();
         assert_relative_eq!(h.gap, 0.3);
         assert_relative_eq!(h.normal, -Vector3::z());
         assert_relative_eq!(h.point_b, Vector3::new(0.5, 0.5, 0.0));
-        let h = vertex_face(&Vector3::new(0.5, 0.5, -0.1), &down, &tri(), &Vector3::z(), [false; 3]).unwrap();
+        let h = vertex_face(&Vector3::new(0.5, 0.5, -0.1), &down, &tri(), &Vector3::z(), [false; 3], &GapWindow::ALL).unwrap();
         assert_relative_eq!(h.gap, -0.1);
     }
 
@@ -93,13 +83,13 @@ mod tests {
     fn validity_range_rejections() {
         let down = -Vector3::z();
         // Outside the triangle, beyond the hypotenuse.
-        assert!(vertex_face(&Vector3::new(1.5, 1.5, 0.3), &down, &tri(), &Vector3::z(), [false; 3]).is_none());
+        assert!(vertex_face(&Vector3::new(1.5, 1.5, 0.3), &down, &tri(), &Vector3::z(), [false; 3], &GapWindow::ALL).is_none());
         // On an edge: invalid unless that edge is inclusive.
         let p = Vector3::new(1.0, 0.0, 0.3);
-        assert!(vertex_face(&p, &down, &tri(), &Vector3::z(), [false; 3]).is_none());
-        assert!(vertex_face(&p, &down, &tri(), &Vector3::z(), [true, false, false]).is_some());
-        assert!(vertex_face(&p, &down, &tri(), &Vector3::z(), [false, true, true]).is_none());
+        assert!(vertex_face(&p, &down, &tri(), &Vector3::z(), [false; 3], &GapWindow::ALL).is_none());
+        assert!(vertex_face(&p, &down, &tri(), &Vector3::z(), [true, false, false], &GapWindow::ALL).is_some());
+        assert!(vertex_face(&p, &down, &tri(), &Vector3::z(), [false, true, true], &GapWindow::ALL).is_none());
         // Back-facing vertex.
-        assert!(vertex_face(&Vector3::new(0.5, 0.5, 0.3), &Vector3::z(), &tri(), &Vector3::z(), [false; 3]).is_none());
+        assert!(vertex_face(&Vector3::new(0.5, 0.5, 0.3), &Vector3::z(), &tri(), &Vector3::z(), [false; 3], &GapWindow::ALL).is_none());
     }
 }

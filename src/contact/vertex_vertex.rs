@@ -12,19 +12,8 @@ use nalgebra::Vector3;
 /// against vertex `vb` of body `b` (world frame). The gap is `±|vb − va|`,
 /// negative when `vb − va` points against `pn_a − pn_b` (the vertices have
 /// passed each other); the normal from `a` to `b` is `±(vb − va)/|vb − va|`.
+/// A gap outside `window` gives `None` before the validity tests.
 pub fn vertex_vertex(
-    va: &Vector3<f64>,
-    cone_a: &[Vector3<f64>],
-    pn_a: &Vector3<f64>,
-    vb: &Vector3<f64>,
-    cone_b: &[Vector3<f64>],
-    pn_b: &Vector3<f64>,
-) -> Option<FeatureHit> {
-    vertex_vertex_within(va, cone_a, pn_a, vb, cone_b, pn_b, &GapWindow::ALL)
-}
-
-/// [`vertex_vertex`] for the gaps in `window` only.
-pub fn vertex_vertex_within(
     va: &Vector3<f64>,
     cone_a: &[Vector3<f64>],
     pn_a: &Vector3<f64>,
@@ -63,11 +52,11 @@ mod tests {
     #[test]
     fn corners_along_the_diagonal() {
         let k = Vector3::new(1.0, 1.0, 1.0).normalize();
-        let h = vertex_vertex(&Vector3::zeros(), &octant(1.0), &k, &(k * 0.1), &octant(-1.0), &-k).unwrap();
+        let h = vertex_vertex(&Vector3::zeros(), &octant(1.0), &k, &(k * 0.1), &octant(-1.0), &-k, &GapWindow::ALL).unwrap();
         assert_relative_eq!(h.gap, 0.1, epsilon = 1e-14);
         assert_relative_eq!(h.normal, k, epsilon = 1e-14);
         // Passed through each other: negative gap, same normal.
-        let h = vertex_vertex(&Vector3::zeros(), &octant(1.0), &k, &(-k * 0.1), &octant(-1.0), &-k).unwrap();
+        let h = vertex_vertex(&Vector3::zeros(), &octant(1.0), &k, &(-k * 0.1), &octant(-1.0), &-k, &GapWindow::ALL).unwrap();
         assert_relative_eq!(h.gap, -0.1, epsilon = 1e-14);
         assert_relative_eq!(h.normal, k, epsilon = 1e-14);
     }
@@ -77,8 +66,8 @@ mod tests {
         let k = Vector3::new(1.0, 1.0, 1.0).normalize();
         // Direction leaves a's octant.
         let vb = Vector3::new(-0.05, 0.1, 0.1);
-        assert!(vertex_vertex(&Vector3::zeros(), &octant(1.0), &k, &vb, &octant(-1.0), &-k).is_none());
+        assert!(vertex_vertex(&Vector3::zeros(), &octant(1.0), &k, &vb, &octant(-1.0), &-k, &GapWindow::ALL).is_none());
         // b's corner does not face a.
-        assert!(vertex_vertex(&Vector3::zeros(), &octant(1.0), &k, &(k * 0.1), &octant(1.0), &k).is_none());
+        assert!(vertex_vertex(&Vector3::zeros(), &octant(1.0), &k, &(k * 0.1), &octant(1.0), &k, &GapWindow::ALL).is_none());
     }
 }
