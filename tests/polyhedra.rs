@@ -274,7 +274,18 @@ fn sliding_block(np: usize, point: [f64; 3], extra: &[&str]) -> (tempfile::TempD
 /// m v̇ = F − μ_d m g from the slip time F = μ_s m g on.
 #[test]
 fn sliding_block_a_friction_follows_the_push_until_mu_s_m_g_then_mu_d_m_g() {
-    let (_tmp, fr, _) = sliding_block(1, [0.0, 0.0, -0.5 * BLOCK_A], &[]);
+    sliding_block_a(&[]);
+}
+
+/// The same with `[dem] first_tangent = "moving"` (each step's first Newton
+/// tangent slides the contacts that slide at its start): the same laws.
+#[test]
+fn sliding_block_a_with_the_moving_first_tangent_follows_the_same_laws() {
+    sliding_block_a(&["dem.first_tangent=\"moving\""]);
+}
+
+fn sliding_block_a(extra: &[&str]) {
+    let (_tmp, fr, _) = sliding_block(1, [0.0, 0.0, -0.5 * BLOCK_A], extra);
     let w = BLOCK_M * G;
     let ts = MU_S * w / 20.0;
     let (mut stick, mut slide, mut v_stick, mut tilt_max) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);

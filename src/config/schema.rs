@@ -178,6 +178,9 @@ pub struct DemCfg {
     /// on ‖F‖) or "energy" (to the minimum of the step's energy along it;
     /// for frictionless contacts).
     pub line_search: Option<crate::scene::DemLineSearch>,
+    /// Friction branches of each step's first Newton tangent: "rest"
+    /// (default, at the step's start) or "moving" (sliding contacts slide).
+    pub first_tangent: Option<crate::scene::DemFirstTangent>,
     /// Scale ε₁ (and the barrier) of each contact by the relative stiffness
     /// k̃ of its two materials, as compatible-cd does (`[[compatibility.stiffness]]`,
     /// else the series Young's moduli normalised by E_max/2, else 1). Default false.

@@ -403,6 +403,7 @@ fn dem_settings(
         pair_stiffness: d.pair_stiffness.unwrap_or(false),
         closed_depth: d.closed_depth.unwrap_or_default(),
         line_search: d.line_search.unwrap_or_default(),
+        first_tangent: d.first_tangent.unwrap_or_default(),
     })
 }
 

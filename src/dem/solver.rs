@@ -269,6 +269,8 @@ struct Problem<'a> {
     tangential: Vec<Option<TangentialElement>>,
     /// `[dem] tangent`.
     tangent_kind: crate::scene::DemTangent,
+    /// `[dem] first_tangent`.
+    first_tangent: crate::scene::DemFirstTangent,
     /// Round-off floor of ‖F‖₂ at the last residual evaluation (global).
     floor: std::cell::Cell<f64>,
     /// The local increments of the last iterate and `gap_grad` of every
@@ -339,12 +341,50 @@ impl Problem<'_> {
     /// Normal evaluation of contact `k` and, with friction and f_n > 0, its
     /// tangential residual, law result and (`tangent`) tangent.
     fn eval(&self, k: usize, x12: &Vec12, gap: Gap, tangent: bool) -> Result<(NormalEval, Option<FrictionEval>), String> {
-        let e = normal_at(&self.elements[k], &self.law, self.zeta, self.dt, gap).ok_or_else(|| {
-            let c = &self.ctx.contacts;
-            format!("contact {}-{} (sub {} {}): gap closed (gap at detection {:e})", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k])
-        })?;
+        let e = self.normal(k, gap)?;
         let t = match &self.tangential[k] {
             Some(te) if e.force > 0.0 => tangential(te, self.dt, e.force, tangent.then(|| e.stiffness * e.grad).as_ref(), x12),
+            _ => None,
+        };
+        Ok((e, t))
+    }
+
+    /// The normal law of contact `k` at `gap`; an error for a closed gap.
+    fn normal(&self, k: usize, gap: Gap) -> Result<NormalEval, String> {
+        normal_at(&self.elements[k], &self.law, self.zeta, self.dt, gap).ok_or_else(|| {
+            let c = &self.ctx.contacts;
+            format!("contact {}-{} (sub {} {}): gap closed (gap at detection {:e})", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k])
+        })
+    }
+
+    /// [`Self::eval`] for the Jacobian at the step's start (x = 0, the
+    /// first Newton iterate), where the friction tangent of a contact that
+    /// slides at configuration i and moves on farther in the step than its
+    /// stick range is the slip tangent at x + Δt v (the contact moving on at
+    /// its rates). At x = 0 no contact has slipped yet, so the tangent there
+    /// sticks every sliding contact and the first Newton step holds a moving
+    /// pack on its tangential springs: on the collapsing tetrapod pile 740
+    /// of 3,500 contacts then changed state in the first step, and the next
+    /// iterations went to the stick/slip changes that followed. Contacts
+    /// sticking at i keep the tangent at x: taken from the rates for every
+    /// contact, a settled, vibrating pile needed twice the iterations. The
+    /// residual and the normal tangent are those at x, so Newton solves the
+    /// same equations, along another path: on small settling packs the path
+    /// (and with it the adaptive Δt) changed the slip while landing by up
+    /// to 0.3 mm, hence not the default (BENCHMARKS.md, session 11).
+    fn eval_start(&self, k: usize, x12: &Vec12, gap: Gap) -> Result<(NormalEval, Option<FrictionEval>), String> {
+        let e = self.normal(k, gap)?;
+        let t = match &self.tangential[k] {
+            Some(te) if e.force > 0.0 => {
+                let mut step = self.dt * rates12(self.ctx, self.bodies, k, self.dt);
+                if self.ctx.contacts.ib[k] == WALL_INDEX {
+                    step.fixed_rows_mut::<6>(6).fill(0.0); // x holds a wall's step already
+                }
+                // Sliding at configuration i and moving on farther in the step
+                // than the stick range μ_d f_n / ε_t.
+                let slips = te.sliding && te.law.eps_t * (te.map() * step).norm() > te.law.mu_d * e.force;
+                tangential(te, self.dt, e.force, Some(&(e.stiffness * e.grad)), &if slips { x12 + step } else { *x12 })
+            }
             _ => None,
         };
         Ok((e, t))
@@ -473,9 +513,11 @@ impl Problem<'_> {
         f.assemble().map_err(|e| e.to_string())
     }
 
-    /// The Jacobian at `x`. `pattern`: the first assembly of `a`, which
-    /// inserts a (zero) block for every listed contact so that the nonzero
-    /// pattern holds for the whole solve; later assemblies skip open contacts.
+    /// The Jacobian at `x`. `pattern`: the first assembly of `a` (at the
+    /// step's start, x = 0; with `first_tangent = "moving"` it takes
+    /// [`Self::eval_start`]'s friction branches), which inserts a (zero) block for every listed contact so that the
+    /// nonzero pattern holds for the whole solve; later assemblies skip open
+    /// contacts.
     fn jacobian(&self, x: &Vector, a: &mut Mat, pattern: bool) -> Result<(), String> {
         let all = self.local_increments(x)?;
         let n = self.n_owned();
@@ -520,7 +562,9 @@ impl Problem<'_> {
             let x12 = self.x12(&all, k);
             let mut t = super::assemble::Mat12::zeros();
             if !open {
-                match self.eval(k, &x12, gaps.1[k], true) {
+                let moving = pattern && self.first_tangent == crate::scene::DemFirstTangent::Moving;
+                let evaluated = if moving { self.eval_start(k, &x12, gaps.1[k]) } else { self.eval(k, &x12, gaps.1[k], true) };
+                match evaluated {
                     Ok((e, fr)) if e.force != 0.0 => {
                         t = normal_tangent(&self.elements[k], &x12, self.tangent_kind, &e);
                         if let Some((_, kt, _)) = &fr {
@@ -903,6 +947,7 @@ impl Solver for DemSolver {
                 bs: std::cell::Cell::new(6),
                 tangential: tangentials.clone(),
                 tangent_kind: d.tangent,
+                first_tangent: d.first_tangent,
                 wall_shift: (0..ctx.contacts.len())
                     .map(|k| {
                         let c = ctx.contacts;
@@ -1077,26 +1122,33 @@ impl DemSolver {
     }
 }
 
+/// The velocities of contact `k`'s two bodies at configuration i as the
+/// 12 components of its increments per unit time (a wall: its mean velocity
+/// over a step of length `dt`).
+fn rates12(ctx: &StepContext, bodies: &Bodies, k: usize, dt: f64) -> Vec12 {
+    let (ia, ib) = (ctx.contacts.ia[k], ctx.contacts.ib[k]);
+    let mut v = Vec12::zeros();
+    v.fixed_rows_mut::<3>(0).copy_from(&bodies.velocity[ia]);
+    v.fixed_rows_mut::<3>(3).copy_from(&bodies.angular_velocity[ia]);
+    if ib == WALL_INDEX {
+        if let Some(w) = ctx.scene.walls.get((ctx.contacts.b[k] - WALL_ID_BASE) as usize) {
+            v.fixed_rows_mut::<3>(6).copy_from(&(w.displacement(ctx.time, dt) / dt));
+        }
+    } else {
+        v.fixed_rows_mut::<3>(6).copy_from(&bodies.velocity[ib]);
+        v.fixed_rows_mut::<3>(9).copy_from(&bodies.angular_velocity[ib]);
+    }
+    v
+}
+
 /// The largest Δt ≤ `dt` (global) at which no contact closing at its rate
 /// of the step's start, ġ = ∇g · (v_a, ω_a, v_b, ω_b), and ending within ḡ,
 /// changes its gap by more than `gap_change` of the gap it ends at:
 /// |ġ| Δt ≤ c (g − |ġ| Δt), i.e. Δt ≤ c g / (|ġ| (1 + c)).
 fn impact_dt(ctx: &StepContext, bodies: &Bodies, elements: &[ContactElement], gbar: f64, gap_change: f64, dt: f64) -> f64 {
-    let c = ctx.contacts;
     let mut limit = dt;
     for (k, el) in elements.iter().enumerate() {
-        let (ia, ib) = (c.ia[k], c.ib[k]);
-        let mut v = Vec12::zeros();
-        v.fixed_rows_mut::<3>(0).copy_from(&bodies.velocity[ia]);
-        v.fixed_rows_mut::<3>(3).copy_from(&bodies.angular_velocity[ia]);
-        if ib == WALL_INDEX {
-            if let Some(w) = ctx.scene.walls.get((c.b[k] - WALL_ID_BASE) as usize) {
-                v.fixed_rows_mut::<3>(6).copy_from(&(w.displacement(ctx.time, dt) / dt));
-            }
-        } else {
-            v.fixed_rows_mut::<3>(6).copy_from(&bodies.velocity[ib]);
-            v.fixed_rows_mut::<3>(9).copy_from(&bodies.angular_velocity[ib]);
-        }
+        let v = rates12(ctx, bodies, k, dt);
         let closing = -el.grad_start.dot(&v);
         if closing > 0.0 && el.g_start - closing * limit < gbar {
             limit = limit.min(gap_change * el.g_start / (closing * (1.0 + gap_change)));

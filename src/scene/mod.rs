@@ -280,6 +280,22 @@ pub struct DemSettings {
     pub closed_depth: DemClosedDepth,
     /// How a Newton step is shortened.
     pub line_search: DemLineSearch,
+    /// The friction branches of each step's first Newton tangent.
+    pub first_tangent: DemFirstTangent,
+}
+
+/// The friction branches of the DEM's first Newton tangent in a step
+/// (`[dem] first_tangent`); the residual is the same either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DemFirstTangent {
+    /// Those at the step's start (x = 0: every contact sticks).
+    #[default]
+    Rest,
+    /// A contact sliding at configuration i whose rates carry it farther
+    /// in the step than its stick range μ_d f_n / ε_t takes the slip
+    /// tangent at x + Δt v: a sliding pack's first Newton step lets it slide.
+    Moving,
 }
 
 /// How the DEM shortens a Newton step (`[dem] line_search`).
