@@ -64,6 +64,8 @@ damping_cap = 1.0
 gap_change = 1.0
 easy_iterations = 8
 tangent = "gauss-newton"
+newton_tolerance = 1.7e-2
+first_tangent = "moving"
 
 [output]
 dir = "OUTDIR"
