@@ -292,6 +292,17 @@ struct Problem<'a> {
 /// Gap, its gradient and the normal of a contact at an iterate.
 type Gap = (f64, Vec12, Vector3<f64>);
 
+/// What [`Problem::eval`] evaluates besides the residual.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Want {
+    Residual,
+    /// The tangent at x.
+    Tangent,
+    /// The tangent at the step's start with `[dem] first_tangent = "moving"`
+    /// ([`Problem::moving_on`]).
+    MovingTangent,
+}
+
 impl Problem<'_> {
     fn n_owned(&self) -> usize {
         self.ctx.layout.n_owned
@@ -339,32 +350,32 @@ impl Problem<'_> {
     }
 
     /// Normal evaluation of contact `k` and, with friction and f_n > 0, its
-    /// tangential residual, law result and (`tangent`) tangent.
-    fn eval(&self, k: usize, x12: &Vec12, gap: Gap, tangent: bool) -> Result<(NormalEval, Option<FrictionEval>), String> {
-        let e = self.normal(k, gap)?;
+    /// tangential residual, law result and (unless `want` is the residual
+    /// alone) tangent.
+    fn eval(&self, k: usize, x12: &Vec12, gap: Gap, want: Want) -> Result<(NormalEval, Option<FrictionEval>), String> {
+        let e = normal_at(&self.elements[k], &self.law, self.zeta, self.dt, gap).ok_or_else(|| {
+            let c = &self.ctx.contacts;
+            format!("contact {}-{} (sub {} {}): gap closed (gap at detection {:e})", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k])
+        })?;
         let t = match &self.tangential[k] {
-            Some(te) if e.force > 0.0 => tangential(te, self.dt, e.force, tangent.then(|| e.stiffness * e.grad).as_ref(), x12),
+            Some(te) if e.force > 0.0 => {
+                let dfn = (want != Want::Residual).then(|| e.stiffness * e.grad);
+                let moved = if want == Want::MovingTangent { self.moving_on(k, te, e.force, x12) } else { None };
+                tangential(te, self.dt, e.force, dfn.as_ref(), moved.as_ref().unwrap_or(x12))
+            }
             _ => None,
         };
         Ok((e, t))
     }
 
-    /// The normal law of contact `k` at `gap`; an error for a closed gap.
-    fn normal(&self, k: usize, gap: Gap) -> Result<NormalEval, String> {
-        normal_at(&self.elements[k], &self.law, self.zeta, self.dt, gap).ok_or_else(|| {
-            let c = &self.ctx.contacts;
-            format!("contact {}-{} (sub {} {}): gap closed (gap at detection {:e})", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k])
-        })
-    }
-
-    /// [`Self::eval`] for the Jacobian at the step's start (x = 0, the
-    /// first Newton iterate), where the friction tangent of a contact that
-    /// slides at configuration i and moves on farther in the step than its
-    /// stick range is the slip tangent at x + Δt v (the contact moving on at
-    /// its rates). At x = 0 no contact has slipped yet, so the tangent there
-    /// sticks every sliding contact and the first Newton step holds a moving
-    /// pack on its tangential springs: on the collapsing tetrapod pile 740
-    /// of 3,500 contacts then changed state in the first step, and the next
+    /// For [`Want::MovingTangent`] at the step's start (x = 0, the first
+    /// Newton iterate): x + Δt v, where contact `k` slides at configuration i
+    /// and its rates carry it farther in the step than its stick range
+    /// μ_d f_n / ε_t; the friction tangent is then the slip tangent there.
+    /// At x = 0 no contact has slipped yet, so the tangent there sticks
+    /// every sliding contact and the first Newton step holds a moving pack
+    /// on its tangential springs: on the collapsing tetrapod pile 740 of
+    /// 3,500 contacts then changed state in the first step, and the next
     /// iterations went to the stick/slip changes that followed. Contacts
     /// sticking at i keep the tangent at x: taken from the rates for every
     /// contact, a settled, vibrating pile needed twice the iterations. The
@@ -372,22 +383,12 @@ impl Problem<'_> {
     /// same equations, along another path: on small settling packs the path
     /// (and with it the adaptive Δt) changed the slip while landing by up
     /// to 0.3 mm, hence not the default (BENCHMARKS.md, session 11).
-    fn eval_start(&self, k: usize, x12: &Vec12, gap: Gap) -> Result<(NormalEval, Option<FrictionEval>), String> {
-        let e = self.normal(k, gap)?;
-        let t = match &self.tangential[k] {
-            Some(te) if e.force > 0.0 => {
-                let mut step = self.dt * rates12(self.ctx, self.bodies, k, self.dt);
-                if self.ctx.contacts.ib[k] == WALL_INDEX {
-                    step.fixed_rows_mut::<6>(6).fill(0.0); // x holds a wall's step already
-                }
-                // Sliding at configuration i and moving on farther in the step
-                // than the stick range μ_d f_n / ε_t.
-                let slips = te.sliding && te.law.eps_t * (te.map() * step).norm() > te.law.mu_d * e.force;
-                tangential(te, self.dt, e.force, Some(&(e.stiffness * e.grad)), &if slips { x12 + step } else { *x12 })
-            }
-            _ => None,
-        };
-        Ok((e, t))
+    fn moving_on(&self, k: usize, te: &TangentialElement, f_n: f64, x12: &Vec12) -> Option<Vec12> {
+        let mut step = self.dt * rates12(self.ctx, self.bodies, k, self.dt);
+        if self.ctx.contacts.ib[k] == WALL_INDEX {
+            step.fixed_rows_mut::<6>(6).fill(0.0); // x holds a wall's step already
+        }
+        (te.sliding && te.law.eps_t * (te.map() * step).norm() > te.law.mu_d * f_n).then(|| x12 + step)
     }
 
     fn dof(&self, i: usize) -> PetscInt {
@@ -467,7 +468,7 @@ impl Problem<'_> {
             // others would wait in its collectives): NaN in the residual makes
             // the global norm NaN, so every rank's SNES stops alike and the
             // step is redone shorter.
-            let (mut e, t) = match self.eval(k, &x12, gaps.1[k], false) {
+            let (mut e, t) = match self.eval(k, &x12, gaps.1[k], Want::Residual) {
                 Ok(et) => et,
                 Err(msg) => {
                     log::debug!("dem: {msg}");
@@ -515,9 +516,9 @@ impl Problem<'_> {
 
     /// The Jacobian at `x`. `pattern`: the first assembly of `a` (at the
     /// step's start, x = 0; with `first_tangent = "moving"` it takes
-    /// [`Self::eval_start`]'s friction branches), which inserts a (zero) block for every listed contact so that the
-    /// nonzero pattern holds for the whole solve; later assemblies skip open
-    /// contacts.
+    /// [`Self::moving_on`]'s friction branches), which inserts a (zero)
+    /// block for every listed contact so that the nonzero pattern holds for
+    /// the whole solve; later assemblies skip open contacts.
     fn jacobian(&self, x: &Vector, a: &mut Mat, pattern: bool) -> Result<(), String> {
         let all = self.local_increments(x)?;
         let n = self.n_owned();
@@ -562,9 +563,8 @@ impl Problem<'_> {
             let x12 = self.x12(&all, k);
             let mut t = super::assemble::Mat12::zeros();
             if !open {
-                let moving = pattern && self.first_tangent == crate::scene::DemFirstTangent::Moving;
-                let evaluated = if moving { self.eval_start(k, &x12, gaps.1[k]) } else { self.eval(k, &x12, gaps.1[k], true) };
-                match evaluated {
+                let want = if pattern && self.first_tangent == crate::scene::DemFirstTangent::Moving { Want::MovingTangent } else { Want::Tangent };
+                match self.eval(k, &x12, gaps.1[k], want) {
                     Ok((e, fr)) if e.force != 0.0 => {
                         t = normal_tangent(&self.elements[k], &x12, self.tangent_kind, &e);
                         if let Some((_, kt, _)) = &fr {
@@ -1024,7 +1024,7 @@ impl Solver for DemSolver {
                     let mut history = HashMap::new();
                     let gaps = prob.gaps_at(&all);
                     for k in 0..ctx.contacts.len() {
-                        let (e, t) = prob.eval(k, &prob.x12(&all, k), gaps.1[k], false).map_err(SolverError::Other)?;
+                        let (e, t) = prob.eval(k, &prob.x12(&all, k), gaps.1[k], Want::Residual).map_err(SolverError::Other)?;
                         f_n.push(e.force);
                         // force on b: −f_t of the law
                         f_t.push(t.as_ref().map_or(Vector3::zeros(), |(_, _, fr)| -fr.force));
