@@ -3,7 +3,7 @@
 //! bodies and 6×6 against a wall, from the normal law along the contact
 //! normal. Pure functions of the increments of the two bodies; no MPI.
 use super::law::{friction, friction_tangent, normal_total, Friction, NormalLaw, TangentialLaw};
-use super::jet::{Dual, Jet, Lift};
+use super::jet::{Jet, Lift};
 use super::rigid::skew;
 use crate::scene::DemTangent;
 use nalgebra::{Matrix3, SMatrix, Vector3};
@@ -109,10 +109,7 @@ pub fn gap(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Mat12, Vector3<f64>) {
 /// [`gap`] without the Hessian (cheaper for the exact mesh kinematics).
 pub fn gap_grad(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Vector3<f64>) {
     match *kin {
-        Kinematics::Mesh { kind, d0, r_a, r_b, d_a, d_b } => {
-            let (g, n) = mesh_gap::<Dual>(kind, &d0, &r_a, &r_b, &d_a, &d_b, x);
-            (g.v, g.grad12(), n)
-        }
+        Kinematics::Mesh { kind, d0, r_a, r_b, d_a, d_b } => super::mesh_grad::mesh_gap_grad(kind, &d0, &r_a, &r_b, &d_a, &d_b, x),
         _ => {
             let (g, grad, _, n) = gap(kin, x);
             (g, grad, n)
@@ -122,7 +119,7 @@ pub fn gap_grad(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Vector3<f64>) {
 
 /// The exact gap of a mesh contact over the increments, and the current
 /// normal (from a to b).
-fn mesh_gap<T: Lift>(kind: MeshKind, d0: &Vector3<f64>, r_a: &Vector3<f64>, r_b: &Vector3<f64>, d_a: &Vector3<f64>, d_b: &Vector3<f64>, x: &Vec12) -> (T, Vector3<f64>) {
+pub(super) fn mesh_gap<T: Lift>(kind: MeshKind, d0: &Vector3<f64>, r_a: &Vector3<f64>, r_b: &Vector3<f64>, d_a: &Vector3<f64>, d_b: &Vector3<f64>, x: &Vec12) -> (T, Vector3<f64>) {
     use super::jet::{add3, constant3, cross, dot, mul3, reduce, rotated, sub3, value3, variables};
     let y = reduce(x);
     // d = d0 + (u_b − u_a) + (Q_b − I) r_b − (Q_a − I) r_a
@@ -266,20 +263,26 @@ pub struct TangentialElement {
     /// Lever arms of the contact point from the centres of a and b.
     pub r_a: Vector3<f64>,
     pub r_b: Vector3<f64>,
+    /// [`TangentialElement::map`], made once: every Newton evaluation reads it.
+    g: Mat3x12,
 }
 
 impl TangentialElement {
+    pub fn new(law: TangentialLaw, gt_start: Vector3<f64>, sliding: bool, n: Vector3<f64>, r_a: Vector3<f64>, r_b: Vector3<f64>) -> Self {
+        let p = Matrix3::identity() - n * n.transpose();
+        let mut d = Mat3x12::zeros();
+        d.fixed_view_mut::<3, 3>(0, 0).copy_from(&-Matrix3::identity());
+        d.fixed_view_mut::<3, 3>(0, 3).copy_from(&skew(&r_a));
+        d.fixed_view_mut::<3, 3>(0, 6).copy_from(&Matrix3::identity());
+        d.fixed_view_mut::<3, 3>(0, 9).copy_from(&-skew(&r_b));
+        Self { law, gt_start, sliding, n, r_a, r_b, g: p * d }
+    }
+
     /// G = (I − n nᵀ) [−I, skew(r_a), I, −skew(r_b)]: the tangential relative
     /// displacement of the contact point of b with respect to that of a is
     /// G x (rotations to first order, α × r = −skew(r) α).
-    pub fn map(&self) -> Mat3x12 {
-        let p = Matrix3::identity() - self.n * self.n.transpose();
-        let mut d = Mat3x12::zeros();
-        d.fixed_view_mut::<3, 3>(0, 0).copy_from(&-Matrix3::identity());
-        d.fixed_view_mut::<3, 3>(0, 3).copy_from(&skew(&self.r_a));
-        d.fixed_view_mut::<3, 3>(0, 6).copy_from(&Matrix3::identity());
-        d.fixed_view_mut::<3, 3>(0, 9).copy_from(&-skew(&self.r_b));
-        p * d
+    pub fn map(&self) -> &Mat3x12 {
+        &self.g
     }
 }
 
@@ -376,14 +379,7 @@ mod tests {
             let g0 = law.gbar * (0.1 + 0.8 * rng.uniform());
             let el = ContactElement { kin: Kinematics::Linear { g0, n, r_a, r_b }, g_start: g0 * 1.05, n_start: n, grad_start: Vec12::zeros(), m_eff: 0.7, scale: 1.0 };
             let p = Matrix3::identity() - n * n.transpose();
-            let te = TangentialElement {
-                law: tl,
-                gt_start: p * random_vec(&mut rng, if case % 2 == 0 { 2e-4 } else { 1e-2 }),
-                sliding: case % 3 == 0,
-                n,
-                r_a,
-                r_b,
-            };
+            let te = TangentialElement::new(tl, p * random_vec(&mut rng, if case % 2 == 0 { 2e-4 } else { 1e-2 }), case % 3 == 0, n, r_a, r_b);
             let mut x = Vec12::zeros();
             for k in 0..12 {
                 x[k] = (rng.uniform() - 0.5) * 1e-2 * law.gbar;
@@ -474,8 +470,9 @@ mod tests {
             };
             assert!((g - exact).abs() < 1e-14, "case {case} {kind:?}: {g} vs {exact}");
             assert!((normal.norm() - 1.0).abs() < 1e-12 && normal.dot(&n) > 0.8, "case {case}: normal {normal:?} vs {n:?}");
-            let (gd, gradd, _) = gap_grad(&kin, &x);
-            assert!(gd == g && (gradd - grad).norm() == 0.0);
+            // The residual's closed-form gradient (mesh_grad.rs) and the jet's.
+            let (gd, gradd, nd) = gap_grad(&kin, &x);
+            assert!((gd - g).abs() < 1e-16 && (gradd - grad).norm() < 1e-14 && (nd - normal).norm() < 1e-15, "case {case} {kind:?}");
             let h = 1e-6;
             for j in 0..12 {
                 let mut dx = Vec12::zeros();

@@ -1101,7 +1101,7 @@ impl DemSolver {
                 // eq 54's c_t from a damping ratio, like eq 52 in the normal direction
                 let c_t = 2.0 * ctx.scene.dem.damping_t * (ctx.scene.dem.eps_t * elements[k].m_eff).sqrt();
                 let law = TangentialLaw { eps_t: ctx.scene.dem.eps_t, c_t, mu_s, mu_d };
-                Some(TangentialElement { law, gt_start, sliding, n, r_a, r_b })
+                Some(TangentialElement::new(law, gt_start, sliding, n, r_a, r_b))
             })
             .collect()
     }

@@ -1,0 +1,173 @@
+//! The exact mesh-contact gaps of [`super::assemble::MeshKind`] with their
+//! gradients in closed form: what every residual evaluation of a mesh pack
+//! needs (the Newton line search evaluates the residual once or more per
+//! iteration). Forward differentiation ([`super::jet::Dual`]) carried a
+//! 9-entry gradient through every operation, a tenth of a tetrapod step;
+//! here each rotation contributes one transposed Jacobian product
+//! ([`Rotation::jt`]). The Hessian (consistent tangent) stays with
+//! [`super::jet::Jet`]. Pure, no MPI.
+use super::assemble::MeshKind;
+use super::types::Vec12;
+use nalgebra::Vector3;
+
+/// The Rodrigues rotation Q(α) (eq 6) of one body's increment.
+struct Rotation {
+    alpha: Vector3<f64>,
+    /// k = 4 / (4 + α·α).
+    k: f64,
+}
+
+impl Rotation {
+    fn new(alpha: Vector3<f64>) -> Self {
+        Self { alpha, k: 4.0 * (1.0 / (alpha.dot(&alpha) + 4.0)) }
+    }
+
+    /// Q(α) v − v = k (c1 + ½ c2), c1 = α × v, c2 = α × c1.
+    fn change(&self, v: &Vector3<f64>) -> Vector3<f64> {
+        let c1 = self.alpha.cross(v);
+        let c2 = self.alpha.cross(&c1);
+        self.k * (c1 + 0.5 * c2)
+    }
+
+    /// Jᵀ u with J = ∂(Q(α) v)/∂α = k (−[v]× − ½[c1]× − ½[α]×[v]×) −
+    /// ½ k² (c1 + ½ c2) αᵀ (∂k/∂α = −½ k² α).
+    fn jt(&self, v: &Vector3<f64>, u: &Vector3<f64>) -> Vector3<f64> {
+        let a = &self.alpha;
+        let c1 = a.cross(v);
+        let c2 = a.cross(&c1);
+        let k = self.k;
+        k * (v.cross(u) + 0.5 * c1.cross(u) - 0.5 * v.cross(&a.cross(u))) - (0.5 * k * k * (c1 + 0.5 * c2).dot(u)) * a
+    }
+}
+
+/// Gap, its gradient over the contact's 12 increments (u_a, α_a, u_b, α_b)
+/// and the current normal (a to b) of a mesh contact at the increments `x`:
+/// the same values as [`super::jet`]'s forward differentiation of the same
+/// formulas, to rounding.
+#[allow(clippy::too_many_arguments)]
+pub fn mesh_gap_grad(
+    kind: MeshKind,
+    d0: &Vector3<f64>,
+    r_a: &Vector3<f64>,
+    r_b: &Vector3<f64>,
+    d_a: &Vector3<f64>,
+    d_b: &Vector3<f64>,
+    x: &Vec12,
+) -> (f64, Vec12, Vector3<f64>) {
+    let w = Vector3::new(x[6] - x[0], x[7] - x[1], x[8] - x[2]);
+    let qa = Rotation::new(Vector3::new(x[3], x[4], x[5]));
+    let qb = Rotation::new(Vector3::new(x[9], x[10], x[11]));
+    // d = d0 + w + (Q_b − I) r_b − (Q_a − I) r_a
+    let d = d0 + w + (qb.change(r_b) - qa.change(r_a));
+    // ∂g/∂d = p (so ∂g/∂w = p, ∂g/∂α_a = −J_a(r_a)ᵀ p, ∂g/∂α_b = J_b(r_b)ᵀ p),
+    // plus the terms of a rotated direction: s_a = ∂g/∂(Q_a d_a), s_b likewise.
+    let (g, n, p, s_a, s_b) = match kind {
+        MeshKind::PlaneOnB => {
+            let e = d_b + qb.change(d_b);
+            (e.dot(&d), e, e, None, Some(d))
+        }
+        MeshKind::PlaneOnA => {
+            let e = d_a + qa.change(d_a);
+            (e.dot(&d), e, e, Some(d), None)
+        }
+        MeshKind::Lines { sign } => {
+            // g = ±m·d/|m|, m = e_a × e_b: ∂g/∂m = ±(d − (m·d) m/l²)/l.
+            let (ea, eb) = (d_a + qa.change(d_a), d_b + qb.change(d_b));
+            let m = ea.cross(&eb);
+            let l = m.norm();
+            let md = m.dot(&d);
+            let q = sign * (d - (md / (l * l)) * m) / l;
+            // ∂m = ∂e_a × e_b + e_a × ∂e_b
+            ((md * (1.0 / l)) * sign, sign * (m / l), sign * (m / l), Some(eb.cross(&q)), Some(q.cross(&ea)))
+        }
+        MeshKind::PointLineB | MeshKind::PointLineA => {
+            // g = |d − (d·e) e|: ∂g = (ŵ − c e)·∂d − (c d + s ŵ)·∂e, c = ŵ·e (≈ 0), s = d·e.
+            let on_b = kind == MeshKind::PointLineB;
+            let e = if on_b { d_b + qb.change(d_b) } else { d_a + qa.change(d_a) };
+            let s = d.dot(&e);
+            let wv = d - s * e;
+            let l = wv.dot(&wv).sqrt();
+            let wh = wv / l;
+            let c = wh.dot(&e);
+            let se = -(c * d + s * wh);
+            (l, wh, wh - c * e, (!on_b).then_some(se), on_b.then_some(se))
+        }
+        MeshKind::Points => {
+            let l = d.dot(&d).sqrt();
+            (l, d / l, d / l, None, None)
+        }
+    };
+    let mut ga = -qa.jt(r_a, &p);
+    if let Some(s) = s_a {
+        ga += qa.jt(d_a, &s);
+    }
+    let mut gb = qb.jt(r_b, &p);
+    if let Some(s) = s_b {
+        gb += qb.jt(d_b, &s);
+    }
+    let mut grad = Vec12::zeros();
+    grad.fixed_rows_mut::<3>(0).copy_from(&-p);
+    grad.fixed_rows_mut::<3>(3).copy_from(&ga);
+    grad.fixed_rows_mut::<3>(6).copy_from(&p);
+    grad.fixed_rows_mut::<3>(9).copy_from(&gb);
+    (g, grad, n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dem::assemble::mesh_gap;
+    use crate::dem::jet::{Dual, Lift, Num};
+    use crate::scene::generate::SplitMix64;
+
+    fn random_vec(rng: &mut SplitMix64, s: f64) -> Vector3<f64> {
+        Vector3::new(rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform() - 0.5) * 2.0 * s
+    }
+
+    /// Jᵀ u against the forward-differentiated rotation, at rotations up to
+    /// about a radian (where the ∂k/∂α term matters).
+    #[test]
+    fn rotation_jacobian_transpose_matches_forward_differentiation() {
+        use crate::dem::jet::{rotate, Dual3};
+        let mut rng = SplitMix64::new(17);
+        for _ in 0..200 {
+            let (alpha, v, u) = (random_vec(&mut rng, 1.0), random_vec(&mut rng, 1.0), random_vec(&mut rng, 1.0));
+            let a: [Dual3; 3] = [Dual3::variable(0, alpha.x), Dual3::variable(1, alpha.y), Dual3::variable(2, alpha.z)];
+            let q = rotate(&a, &v);
+            let want = q[0].g * u.x + q[1].g * u.y + q[2].g * u.z;
+            let r = Rotation::new(alpha);
+            assert!((r.jt(&v, &u) - want).norm() < 1e-14, "{:?} vs {want:?}", r.jt(&v, &u));
+            assert!((v + r.change(&v) - Vector3::new(q[0].v, q[1].v, q[2].v)).norm() < 1e-15);
+        }
+    }
+
+    /// Every kind at random configurations and large increments: gap,
+    /// gradient and normal equal the dual numbers' evaluation of the same
+    /// formulas (assemble.rs checks those against the moved geometry and
+    /// central differences).
+    #[test]
+    fn mesh_gap_grad_matches_the_dual_numbers() {
+        let mut rng = SplitMix64::new(23);
+        for case in 0..600 {
+            let n = random_vec(&mut rng, 1.0).normalize();
+            let d0 = (0.01 + 0.05 * rng.uniform()) * n;
+            let (r_a, r_b) = (random_vec(&mut rng, 0.6), random_vec(&mut rng, 0.6));
+            let (d_a, d_b) = (random_vec(&mut rng, 1.0).normalize(), random_vec(&mut rng, 1.0).normalize());
+            let kind = match case % 6 {
+                0 => MeshKind::PlaneOnB,
+                1 => MeshKind::PlaneOnA,
+                2 => MeshKind::Lines { sign: if case % 4 == 2 { 1.0 } else { -1.0 } },
+                3 => MeshKind::PointLineB,
+                4 => MeshKind::PointLineA,
+                _ => MeshKind::Points,
+            };
+            let x = Vec12::from_fn(|k, _| (rng.uniform() - 0.5) * if k % 6 < 3 { 0.02 } else { 1.0 });
+            let (g, grad, normal) = mesh_gap_grad(kind, &d0, &r_a, &r_b, &d_a, &d_b, &x);
+            let (gd, nd) = mesh_gap::<Dual>(kind, &d0, &r_a, &r_b, &d_a, &d_b, &x);
+            let scale = 1.0 + gd.g.norm();
+            assert!((g - gd.v).abs() < 1e-15 * scale, "case {case} {kind:?}: g {g} vs {}", gd.v);
+            assert!((grad - gd.grad12()).norm() < 1e-13 * scale, "case {case} {kind:?}: {grad:?} vs {:?}", gd.grad12());
+            assert!((normal - nd).norm() < 1e-14, "case {case} {kind:?}");
+        }
+    }
+}
