@@ -142,7 +142,7 @@ fn main() {
                     verlet.build(&b, &cs, &[], &params);
                 }
                 let t = cpu_seconds();
-                detect(&b, b.len(), &cs, &[], &params, &mut verlet, &mut out);
+                detect(&b, b.len(), &cs, &[], &params, None, &mut verlet, &mut out);
                 narrow += cpu_seconds() - t;
                 contacts += out.len();
                 closed += out.gap.iter().filter(|&&g| g <= 0.0).count();

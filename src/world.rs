@@ -4,7 +4,7 @@
 //! stages; a solver reads it in `step` and may re-detect or roll it back in
 //! its hooks (the DEM's night-owl search).
 use crate::body::{Bodies, Shape};
-use crate::contact::{self, ContactShapes, Contacts, DetectParams, VerletList, WALL_INDEX};
+use crate::contact::{self, BodyDepths, ContactShapes, Contacts, DetectParams, VerletList, WALL_INDEX};
 use crate::io::ContactTable;
 use crate::parallel::domain::Domain;
 use crate::parallel::exchange::{self, Layout};
@@ -36,6 +36,9 @@ pub struct World<'a> {
     pub forces: ContactForces,
     verlet: VerletList,
     pub params: DetectParams,
+    /// Per-body closed depths of the mesh search, in place of
+    /// `params.mesh_depth` (a solver's, see [`crate::contact::BodyDepths`]).
+    pub body_depths: Option<BodyDepths>,
     /// Owned positions when the ghost lists were last built.
     reference: Vec<Vector3<f64>>,
     pub timers: Timers,
@@ -85,6 +88,7 @@ impl<'a> World<'a> {
             forces: ContactForces::default(),
             verlet: VerletList::new(),
             params: DetectParams { entity_lists: scene.contact.entity_lists, ..DetectParams::new(scene.contact.skin, scene.contact.distance) },
+            body_depths: None,
             reference: Vec::new(),
             timers: Timers::default(),
             rebuilds: 0,
@@ -212,7 +216,8 @@ impl<'a> World<'a> {
         if verlet.is_stale(b, w, p) {
             self.timers.time("broad_phase", || verlet.build(b, s, w, p));
         }
-        self.timers.time("narrow_phase", || contact::detect(b, n, s, w, p, verlet, out));
+        let depths = self.body_depths.as_ref().map(|d| d.local(b));
+        self.timers.time("narrow_phase", || contact::detect(b, n, s, w, p, depths.as_deref(), verlet, out));
         self.refresh_fixed();
     }
 

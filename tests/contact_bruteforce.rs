@@ -178,7 +178,7 @@ fn random_sphere_pack_matches_brute_force() {
     let mut verlet = VerletList::new();
     let mut out = Contacts::new();
     let n = bodies.len();
-    assert!(detect(&bodies, n, &cs, &walls, &PARAMS, &mut verlet, &mut out));
+    assert!(detect(&bodies, n, &cs, &walls, &PARAMS, None, &mut verlet, &mut out));
     let expected = brute_spheres(&bodies, &shapes, &walls, PARAMS.contact_distance, n);
     assert!(expected.len() > 2000, "the pack should have many contacts, has {}", expected.len());
     assert!(expected.iter().any(|x| x.1 < 0.0) && expected.iter().any(|x| x.1 > 0.0));
@@ -195,7 +195,7 @@ fn ghosts_keep_only_contacts_whose_smaller_id_is_owned() {
     let n_owned = bodies.len() / 2;
     let mut verlet = VerletList::new();
     let mut out = Contacts::new();
-    detect(&bodies, n_owned, &cs, &walls, &PARAMS, &mut verlet, &mut out);
+    detect(&bodies, n_owned, &cs, &walls, &PARAMS, None, &mut verlet, &mut out);
     let expected = brute_spheres(&bodies, &shapes, &walls, PARAMS.contact_distance, n_owned);
     let all = brute_spheres(&bodies, &shapes, &walls, PARAMS.contact_distance, bodies.len());
     assert!(expected.len() > 50 && expected.len() < all.len());
@@ -210,7 +210,7 @@ fn verlet_list_is_reused_for_small_moves_and_rebuilt_after_a_big_one() {
     let n = bodies.len();
     let mut verlet = VerletList::new();
     let mut out = Contacts::new();
-    detect(&bodies, n, &cs, &walls, &PARAMS, &mut verlet, &mut out);
+    detect(&bodies, n, &cs, &walls, &PARAMS, None, &mut verlet, &mut out);
     assert_eq!(verlet.builds(), 1);
     // Every free body moves by just under half the skin: list reused.
     for i in 0..n {
@@ -219,7 +219,7 @@ fn verlet_list_is_reused_for_small_moves_and_rebuilt_after_a_big_one() {
         }
     }
     assert!(!verlet.needs_rebuild(&bodies.position));
-    assert!(!detect(&bodies, n, &cs, &walls, &PARAMS, &mut verlet, &mut out));
+    assert!(!detect(&bodies, n, &cs, &walls, &PARAMS, None, &mut verlet, &mut out));
     assert_eq!(verlet.builds(), 1);
     let expected = brute_spheres(&bodies, &shapes, &walls, PARAMS.contact_distance, n);
     assert_same(&keyed(&out), &expected);
@@ -227,7 +227,7 @@ fn verlet_list_is_reused_for_small_moves_and_rebuilt_after_a_big_one() {
     let k = (0..n).find(|&i| !bodies.fixed[i]).unwrap();
     bodies.position[k] += Vector3::new(0.6 * PARAMS.skin, 0.0, 0.0);
     assert!(verlet.needs_rebuild(&bodies.position));
-    assert!(detect(&bodies, n, &cs, &walls, &PARAMS, &mut verlet, &mut out));
+    assert!(detect(&bodies, n, &cs, &walls, &PARAMS, None, &mut verlet, &mut out));
     assert_eq!(verlet.builds(), 2);
     assert_same(&keyed(&out), &brute_spheres(&bodies, &shapes, &walls, PARAMS.contact_distance, n));
     // A changed local numbering (migration) forces a rebuild too.
@@ -287,7 +287,7 @@ fn long_mesh_with_spheres_resting_along_it() {
     let cs = ContactShapes::new(&shapes);
     let mut verlet = VerletList::new();
     let mut out = Contacts::new();
-    detect(&bodies, bodies.len(), &cs, &walls, &PARAMS, &mut verlet, &mut out);
+    detect(&bodies, bodies.len(), &cs, &walls, &PARAMS, None, &mut verlet, &mut out);
     let mesh_idx = bodies.len() - 1;
     let mut with_mesh = 0;
     for c in out.iter() {
@@ -328,7 +328,7 @@ fn mixed_spheres_and_rotated_cubes_match_all_pairs() {
     let cs = ContactShapes::new(&shapes);
     let mut verlet = VerletList::new();
     let mut out = Contacts::new();
-    detect(&bodies, bodies.len(), &cs, &walls, &PARAMS, &mut verlet, &mut out);
+    detect(&bodies, bodies.len(), &cs, &walls, &PARAMS, None, &mut verlet, &mut out);
     assert_conventions(&bodies, &out);
     out.sort_canonical();
     let expected = brute_narrow(&bodies, &cs, &walls);

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use stiffgrain::body::{Bodies, Body, Shape, TriMesh, DOF_ALL};
 use stiffgrain::contact::mesh_mesh::{box_culled_pairs, PosedMesh};
-use stiffgrain::contact::{detect, narrow_phase, BodyPose, ContactShapes, Contacts, DetectParams, VerletList};
+use stiffgrain::contact::{detect, narrow_phase, BodyDepths, BodyPose, ContactShapes, Contacts, DetectParams, VerletList};
 
 /// The scene generators' deterministic generator, with the draws these tests need.
 struct Rng(SplitMix64);
@@ -97,8 +97,13 @@ fn exhaustive(bodies: &Bodies, cs: &ContactShapes, params: &DetectParams, n_owne
 }
 
 fn listed(bodies: &Bodies, cs: &ContactShapes, params: &DetectParams, verlet: &mut VerletList, n_owned: usize) -> Contacts {
+    listed_at(bodies, cs, params, None, verlet, n_owned)
+}
+
+/// [`listed`] with per-body closed depths.
+fn listed_at(bodies: &Bodies, cs: &ContactShapes, params: &DetectParams, depths: Option<&[f64]>, verlet: &mut VerletList, n_owned: usize) -> Contacts {
     let mut out = Contacts::new();
-    detect(bodies, n_owned, cs, &[], params, verlet, &mut out);
+    detect(bodies, n_owned, cs, &[], params, depths, verlet, &mut out);
     out.sort_canonical();
     out
 }
@@ -236,7 +241,9 @@ fn open_and_closed(c: &Contacts) -> (Vec<stiffgrain::contact::Contact>, Vec<stif
 /// trajectory the open contacts are those of the full depth, bit for bit;
 /// the closed ones are a part of them; lists and the exhaustive search
 /// agree at each depth; and the lists hand far fewer entity pairs to the
-/// narrow phase.
+/// narrow phase. The same for per-body depths ([`BodyDepths`], a pair
+/// seeking down to the sum of its bodies'), mixed shallow and deep: each
+/// pair then finds the closed contacts of its own depth.
 #[test]
 fn closed_depth_keeps_the_open_contacts_on_a_moving_pack() {
     let cs = ContactShapes::new(&shapes());
@@ -246,13 +253,20 @@ fn closed_depth_keeps_the_open_contacts_on_a_moving_pack() {
     let radius = |b: &Bodies, i: usize| cs.bounding_radius(b.shape[i]);
     let v: Vec<Vector3<f64>> = (0..n).map(|_| rng.unit_vector() * rng.range(0.0, 0.02)).collect();
     let w: Vec<Vector3<f64>> = (0..n).map(|i| rng.unit_vector() * rng.range(0.0, 0.02) / radius(&b, i)).collect();
-    let depths = [None, Some(0.0), Some(0.08)];
+    // Per body: none, or half of the deep 0.08.
+    let per_body = BodyDepths { by_id: (0..n).filter(|i| i % 3 == 0).map(|i| (b.id[i], 0.04)).collect(), default: 0.0 };
+    let depths = [None, Some(0.0), Some(0.08), None];
     let mut verlets: Vec<VerletList> = depths.iter().map(|_| VerletList::new()).collect();
-    let (mut open_total, mut closed_full, mut closed_shallow) = (0, 0, 0);
+    let (mut open_total, mut closed_full, mut closed_shallow, mut closed_mixed) = (0, 0, 0, 0);
     for step in 0..30 {
         let mut found = Vec::new();
-        for (d, verlet) in depths.iter().zip(&mut verlets) {
+        for (k, (d, verlet)) in depths.iter().zip(&mut verlets).enumerate() {
             let params = DetectParams { mesh_depth: *d, ..PARAMS };
+            if k == 3 {
+                let local = per_body.local(&b);
+                found.push(listed_at(&b, &cs, &params, Some(&local), verlet, n));
+                continue;
+            }
             let c = listed(&b, &cs, &params, verlet, n);
             assert_eq!(c, exhaustive(&b, &cs, &params, n), "step {step}, depth {d:?}: lists differ from the exhaustive search");
             found.push(c);
@@ -263,16 +277,31 @@ fn closed_depth_keeps_the_open_contacts_on_a_moving_pack() {
             assert!(o == open, "step {step}, depth {d:?}: the open contacts differ from the full depth's");
             assert!(cl.iter().all(|k| closed.contains(k)), "step {step}, depth {d:?}: a closed contact the full depth did not find");
         }
-        (open_total, closed_full, closed_shallow) = (open_total + open.len(), closed_full + closed.len(), closed_shallow + open_and_closed(&found[1]).1.len());
+        // Per body: a pair finds the closed contacts of its own depth, those
+        // of the one depth that equals its sum.
+        let (shallow, deep) = (open_and_closed(&found[1]).1, open_and_closed(&found[2]).1);
+        let mixed = open_and_closed(&found[3]).1;
+        let depth_of = |k: &stiffgrain::contact::Contact| per_body.of(k.a) + per_body.of(k.b);
+        for k in &mixed {
+            assert!(depth_of(k) > 0.0 || shallow.contains(k), "step {step}: a shallow pair's closed contact the shallow depth did not find");
+        }
+        for k in shallow.iter().chain(deep.iter().filter(|k| depth_of(k) >= 0.08)) {
+            assert!(mixed.contains(k), "step {step}: per-body depths missed a closed contact of their depth");
+        }
+        open_total += open.len();
+        closed_full += closed.len();
+        closed_shallow += shallow.len();
+        closed_mixed += mixed.len();
         for i in 0..n {
             b.position[i] += v[i];
             b.orientation[i] = UnitQuaternion::from_scaled_axis(w[i]) * b.orientation[i];
         }
     }
     let evaluated: Vec<u64> = verlets.iter().map(|l| l.entity_lists().evaluated()).collect();
-    eprintln!("30 steps: {open_total} open contacts; closed {closed_full} at full depth, {closed_shallow} at the DEM's; entity pairs evaluated {evaluated:?}");
+    eprintln!("30 steps: {open_total} open contacts; closed {closed_full} at full depth, {closed_shallow} at the DEM's, {closed_mixed} per body; entity pairs evaluated {evaluated:?}");
     assert!(open_total > 30 * 25, "{open_total} open contacts");
     assert!(closed_full > closed_shallow + 100, "the full depth should find many more closed pairs: {closed_full} vs {closed_shallow}");
+    assert!(closed_shallow < closed_mixed && closed_mixed < closed_full, "per-body depths between the shallow and the full: {closed_mixed}");
     assert!(2 * evaluated[1] < evaluated[0], "entity pairs evaluated: {evaluated:?}");
 }
 

@@ -51,6 +51,29 @@ pub struct DetectParams {
     pub mesh_depth: Option<f64>,
 }
 
+/// Per-body depths of the closed mesh–mesh search: body pair (a, b) seeks
+/// closed pairs down to `depth(a) + depth(b)` (through
+/// [`DetectParams::mesh_reach_at`]), in place of the one
+/// [`DetectParams::mesh_depth`] of every pair. Bodies not named (a ghost
+/// that arrived since the depths were made) take `default`.
+#[derive(Clone, Debug, Default)]
+pub struct BodyDepths {
+    pub by_id: std::collections::HashMap<u64, f64>,
+    pub default: f64,
+}
+
+impl BodyDepths {
+    /// The value of body `id`.
+    pub fn of(&self, id: u64) -> f64 {
+        self.by_id.get(&id).copied().unwrap_or(self.default)
+    }
+
+    /// The value of each local body of `bodies`, in their order.
+    pub fn local(&self, bodies: &Bodies) -> Vec<f64> {
+        bodies.id.iter().map(|&id| self.of(id)).collect()
+    }
+}
+
 impl DetectParams {
     /// Skin and contact distance, with second-level lists.
     pub const fn new(skin: f64, contact_distance: f64) -> Self {
@@ -75,8 +98,14 @@ impl DetectParams {
     /// deeper than the reach are not sought (a solver that drops closed mesh
     /// pairs, the DEM, asks only as deep as a step can close them).
     pub fn mesh_reach(&self, fa: &MeshFeatures, fb: &MeshFeatures) -> f64 {
+        self.mesh_reach_at(fa, fb, self.mesh_depth)
+    }
+
+    /// [`DetectParams::mesh_reach`] with the depth `depth` in place of
+    /// `mesh_depth` (a body pair's own, [`BodyDepths`]).
+    pub fn mesh_reach_at(&self, fa: &MeshFeatures, fb: &MeshFeatures, depth: Option<f64>) -> f64 {
         let full = self.inflation();
-        match self.mesh_depth {
+        match depth {
             None => full,
             Some(d) => {
                 let hierarchy = self.contact_distance + 2.0 * mesh_mesh::DUPLICATE_FRACTION * fa.longest_edge.max(fb.longest_edge);
@@ -167,6 +196,12 @@ impl ContactShapes {
 /// any number of contacts ([`mesh_mesh::mesh_mesh`], down to the depth
 /// [`DetectParams::mesh_reach`]).
 pub fn narrow_phase(i: usize, j: usize, bodies: &Bodies, shapes: &ContactShapes, params: &DetectParams, out: &mut Contacts) {
+    narrow_phase_at(i, j, bodies, shapes, params, params.mesh_depth, out)
+}
+
+/// [`narrow_phase`] with the pair's own closed depth `depth` (see
+/// [`DetectParams::mesh_reach_at`]).
+fn narrow_phase_at(i: usize, j: usize, bodies: &Bodies, shapes: &ContactShapes, params: &DetectParams, depth: Option<f64>, out: &mut Contacts) {
     let (si, sj) = (bodies.shape[i], bodies.shape[j]);
     let (pi, pj) = (BodyPose::of(bodies, i), BodyPose::of(bodies, j));
     let cd = params.contact_distance;
@@ -184,7 +219,7 @@ pub fn narrow_phase(i: usize, j: usize, bodies: &Bodies, shapes: &ContactShapes,
             let fi = shapes.features(si).expect("mesh shapes have features");
             let fj = shapes.features(sj).expect("mesh shapes have features");
             let ((p, m, f), (q, n, g)) = if pi.id < pj.id { ((&pi, mi, fi), (&pj, mj, fj)) } else { ((&pj, mj, fj), (&pi, mi, fi)) };
-            mesh_mesh::mesh_mesh(p, m, f, q, n, g, cd, params.mesh_reach(f, g), out);
+            mesh_mesh::mesh_mesh(p, m, f, q, n, g, cd, params.mesh_reach_at(f, g, depth), out);
             None
         }
     };
@@ -195,7 +230,8 @@ pub fn narrow_phase(i: usize, j: usize, bodies: &Bodies, shapes: &ContactShapes,
 
 /// [`narrow_phase`] for the body pair `(i, j)` through its second-level list
 /// in `lists` (at first-level slot `slot`, the pair's index in the Verlet list) when both are meshes,
-/// else [`narrow_phase`] itself. Same contacts, same order.
+/// else [`narrow_phase`] itself. Same contacts, same order. `depth`: the
+/// pair's closed depth (see [`DetectParams::mesh_reach_at`]).
 #[allow(clippy::too_many_arguments)]
 pub fn narrow_phase_listed(
     i: usize,
@@ -203,19 +239,20 @@ pub fn narrow_phase_listed(
     bodies: &Bodies,
     shapes: &ContactShapes,
     params: &DetectParams,
+    depth: Option<f64>,
     lists: &mut EntityLists,
     slot: usize,
     out: &mut Contacts,
 ) {
     let (si, sj) = (bodies.shape[i], bodies.shape[j]);
     let (Shape::Mesh(mi), Shape::Mesh(mj)) = (shapes.shape(si), shapes.shape(sj)) else {
-        return narrow_phase(i, j, bodies, shapes, params, out);
+        return narrow_phase_at(i, j, bodies, shapes, params, depth, out);
     };
     let fi = shapes.features(si).expect("mesh shapes have features");
     let fj = shapes.features(sj).expect("mesh shapes have features");
     let (pi, pj) = (BodyPose::of(bodies, i), BodyPose::of(bodies, j));
     let ((p, m, f), (q, n, g)) = if pi.id < pj.id { ((&pi, mi, fi), (&pj, mj, fj)) } else { ((&pj, mj, fj), (&pi, mi, fi)) };
-    let reach = params.mesh_reach(f, g);
+    let reach = params.mesh_reach_at(f, g, depth);
     let (pairs, scratch) = lists.get(slot, p, m, f, q, n, g, reach, params.skin);
     mesh_mesh::mesh_mesh_listed(p, m, f, q, n, g, pairs, params.contact_distance, reach, scratch, out);
 }
@@ -255,13 +292,16 @@ pub fn narrow_phase_wall(
 /// `< n_owned`), and every wall contact of an owned body — so over all ranks
 /// each contact exists exactly once. Order: body pairs in ascending local
 /// index pairs, then wall contacts by (body, wall). Returns true when the
-/// Verlet list was rebuilt.
+/// Verlet list was rebuilt. `depths`: each local body's closed depth
+/// ([`BodyDepths::local`]), else `params.mesh_depth` for every pair.
+#[allow(clippy::too_many_arguments)]
 pub fn detect(
     bodies: &Bodies,
     n_owned: usize,
     shapes: &ContactShapes,
     walls: &[Wall],
     params: &DetectParams,
+    depths: Option<&[f64]>,
     verlet: &mut VerletList,
     out: &mut Contacts,
 ) -> bool {
@@ -274,10 +314,11 @@ pub fn detect(
     for (slot, &(i, j)) in pairs.iter().enumerate() {
         let owner = if bodies.id[i] < bodies.id[j] { i } else { j };
         if owner < n_owned {
+            let depth = depths.map_or(params.mesh_depth, |d| Some(d[i] + d[j]));
             if params.entity_lists {
-                narrow_phase_listed(i, j, bodies, shapes, params, lists, slot, out);
+                narrow_phase_listed(i, j, bodies, shapes, params, depth, lists, slot, out);
             } else {
-                narrow_phase(i, j, bodies, shapes, params, out);
+                narrow_phase_at(i, j, bodies, shapes, params, depth, out);
             }
         }
     }

@@ -4,7 +4,8 @@
 //! for new pairs, half the Δt for a degeneration found below the
 //! penetration floor). Also the rule for mesh pairs detected closed.
 use crate::body::{Bodies, Shape};
-use crate::contact::{ContactKey, WALL_ID_BASE};
+use crate::contact::{BodyDepths, ContactKey, WALL_ID_BASE};
+use crate::parallel::exchange::forward_values;
 use crate::parallel::records::{ask_all, send_to, FlatRecords};
 use crate::parallel::{self, Comm};
 use crate::world::World;
@@ -54,11 +55,11 @@ pub fn drop_closed_mesh_pairs(world: &mut World) -> HashSet<ContactKey> {
     keys
 }
 
-/// The largest distance a surface point of an owned body moved since
+/// The largest distance a surface point of each owned body moved since
 /// `start` (the owned bodies, same order): |Δx| plus, for a mesh, the
 /// bounding radius times the rotation angle. A gap changes by at most the
 /// sum of its two bodies' values.
-pub fn largest_displacement(world: &World, start: &Bodies) -> f64 {
+pub fn displacements(world: &World, start: &Bodies) -> Vec<f64> {
     let (b, n) = (&world.bodies, world.n_owned());
     assert_eq!(n, start.len(), "the owned bodies changed within the step");
     (0..n)
@@ -69,7 +70,16 @@ pub fn largest_displacement(world: &World, start: &Bodies) -> f64 {
             };
             (b.position[i] - start.position[i]).norm() + turn
         })
-        .fold(0.0, f64::max)
+        .collect()
+}
+
+/// [`displacements`] of the owned bodies with those of the ghosts (from
+/// their owners), by body id; bodies not named take the largest of all,
+/// `largest`. Collective.
+pub fn step_displacements(world: &World, owned: &[f64], largest: f64) -> BodyDepths {
+    let ghosts = forward_values(world.comm, &world.layout, owned, 1);
+    let by_id = world.bodies.id.iter().copied().zip(owned.iter().chain(&ghosts).copied()).collect();
+    BodyDepths { by_id, default: largest }
 }
 
 /// The global search at the end of a step, which the next step reuses
@@ -79,10 +89,11 @@ pub fn largest_displacement(world: &World, start: &Bodies) -> f64 {
 /// (`penetrating`: the step crossed into a degeneration it did not model,
 /// e.g. an edge–edge pair beside a listed vertex–face one). Collective.
 /// `start`: the owned bodies at the step's start; `closed`: the mesh pairs
-/// dropped closed at its start; `reach`: twice the largest displacement in
-/// the step (global): a mesh pair closed deeper than that was closed at
-/// the start already, a projection through a thin tip, no owl.
-pub fn search_after_step(world: &mut World, start: &Bodies, closed: &HashSet<ContactKey>, gbar: f64, floor: f64, reach: f64) -> Vec<NightOwl> {
+/// dropped closed at its start; `moved`: each body's displacement in the
+/// step ([`step_displacements`]): a mesh pair closed deeper than the sum of
+/// its two bodies' was closed at the start already, a projection through a
+/// thin tip, no owl.
+pub fn search_after_step(world: &mut World, start: &Bodies, closed: &HashSet<ContactKey>, gbar: f64, floor: f64, moved: &BodyDepths) -> Vec<NightOwl> {
     let rebuilds = world.rebuilds;
     world.detect_next();
     let World { comm, contacts: c, bodies, layout, .. } = &*world;
@@ -94,6 +105,7 @@ pub fn search_after_step(world: &mut World, start: &Bodies, closed: &HashSet<Con
     // pairs are asked of every rank (agreed: rebuilds is global).
     let migrated = world.rebuilds != rebuilds;
     let projection = |k: usize| {
+        let reach = moved.of(new_list.a[k]) + moved.of(new_list.b[k]);
         new_list.gap[k] <= 0.0 && world.is_mesh_pair(new_list, k) && (new_list.gap[k] < -reach || closed.contains(&new_list.key(k)))
     };
     let active: Vec<usize> = (0..new_list.len()).filter(|&k| new_list.gap[k] < gbar && !projection(k)).collect();

@@ -12,7 +12,7 @@ use super::law::NormalLaw;
 use super::rigid::{self, Newmark, RigidState};
 use crate::body::{Bodies, Shape};
 use super::night_owl::{self, MAX_NIGHT_OWL_REDOS, PENETRATION_FLOOR};
-use crate::contact::{ContactKey, WALL_ID_BASE, WALL_INDEX};
+use crate::contact::{BodyDepths, ContactKey, WALL_ID_BASE, WALL_INDEX};
 use crate::io::SolverState;
 use crate::scene::DemClosedDepth;
 use crate::parallel::exchange::forward_values;
@@ -791,20 +791,29 @@ impl Solver for DemSolver {
         let Some(start) = self.start.as_mut() else { return Review::Accept };
         // A gap changes by at most the two bodies' displacements.
         let walls = scene.walls.iter().map(|w| w.displacement(time, report.dt).norm()).fold(0.0, f64::max);
-        let reach = 2.0 * parallel::max_f64(comm, night_owl::largest_displacement(world, &start.bodies)).max(walls);
+        let disp = night_owl::displacements(world, &start.bodies);
+        let largest = parallel::max_f64(comm, disp.iter().copied().fold(0.0, f64::max));
+        let moved = night_owl::step_displacements(world, &disp, largest);
+        let reach = 2.0 * largest.max(walls);
         // The search finds the next step's contacts: walls as at its start.
         world.set_time(time + report.dt);
         let floor = PENETRATION_FLOOR * d.f * d.gbar;
         if d.closed_depth == DemClosedDepth::Step {
-            // A closed mesh pair deeper than `reach` was closed at the step's
-            // start (a projection, no owl): the search need not find it. The
-            // next step's start list (this search) must hold every pair closed
-            // less than twice its reach, else a projection it missed would
-            // show up as an owl; its reach is bounded by this one at Δt_max
-            // with a margin for faster motion.
-            world.params.mesh_depth = Some(CLOSED_DEPTH_MARGIN * 2.0 * reach * (d.dt_max / report.dt).max(1.0));
+            // A closed mesh pair deeper than its two bodies' displacements
+            // was closed at the step's start (a projection, no owl): the
+            // search need not find it. The next step's start list (this
+            // search) must hold every pair closed less than twice the pair's
+            // next reach, else a projection it missed would show up as an
+            // owl; that reach is bounded by this one at Δt_max with a margin
+            // for faster motion. Per body pair: one fast body deepened every
+            // pair's search (its step moved 30× the mean on the tetrapod
+            // collapse). A redo starts from the one depth of all pairs.
+            let scale = CLOSED_DEPTH_MARGIN * 2.0 * (d.dt_max / report.dt).max(1.0);
+            world.params.mesh_depth = Some(scale * reach);
+            let by_id = moved.by_id.iter().map(|(&id, &m)| (id, scale * m)).collect();
+            world.body_depths = Some(BodyDepths { by_id, default: 0.5 * scale * reach });
         }
-        let owls = night_owl::search_after_step(world, &start.bodies, &start.closed, d.gbar, floor, reach);
+        let owls = night_owl::search_after_step(world, &start.bodies, &start.closed, d.gbar, floor, &moved);
         let n_owls = night_owl::count(comm, &owls, |_| true);
         if n_owls == 0 {
             return Review::Accept;
@@ -837,6 +846,7 @@ impl Solver for DemSolver {
         }
         (self.accel, self.history, self.dt) = (start.accel.clone(), start.history.clone(), start.dt);
         world.set_time(time);
+        world.body_depths = None;
         world.roll_back(&start.bodies, start.distance);
         // The roll-back migrated bodies that had drifted across a rank
         // boundary since the last rebuild: the redo starts from this
