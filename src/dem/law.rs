@@ -85,6 +85,26 @@ impl NormalLaw {
         }
     }
 
+    /// (f_n, f_n', f_n'') at `g` from one power of the gap (what
+    /// [`NormalLaw::force`], [`NormalLaw::slope`] and
+    /// [`NormalLaw::curvature`] give, to rounding): a contact evaluation
+    /// needs all three, and four `powf` were a twentieth of a mesh step.
+    pub fn eval(&self, g: f64) -> (f64, f64, f64) {
+        if g >= self.gbar {
+            (0.0, 0.0, 0.0)
+        } else if g >= self.gswitch {
+            let x = self.gbar - g;
+            let q = x.powf(self.n1 - 1.0);
+            let curv = if self.n1 == 1.0 { 0.0 } else { self.eps1 * self.n1 * (self.n1 - 1.0) * q / x };
+            (self.eps1 * q * x, -self.eps1 * self.n1 * q, curv)
+        } else if g > 0.0 {
+            let q = g.powf(self.n2 - 1.0);
+            (self.eps2 * q * g + self.c2, self.eps2 * self.n2 * q, self.eps2 * self.n2 * (self.n2 - 1.0) * q / g)
+        } else {
+            (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY)
+        }
+    }
+
     /// The gap at which the law gives force `f > 0` (its inverse; f_n is
     /// strictly decreasing on (0, ḡ)).
     pub fn inverse(&self, f: f64) -> f64 {
@@ -101,13 +121,19 @@ impl NormalLaw {
 /// damping force f_d = −2ζ √(−f_n'(g) m) ġ (positive f_d is repulsive, like
 /// f_n; ġ > 0 separating), m = m_A m_B / (m_A + m_B).
 pub fn damping(law: &NormalLaw, zeta: f64, m_eff: f64, g: f64, gdot: f64) -> (f64, f64, f64) {
-    let k = -law.slope(g);
+    let (_, slope, curvature) = law.eval(g);
+    damping_from(zeta, m_eff, slope, curvature, gdot)
+}
+
+/// [`damping`] from the law's slope and curvature at the gap.
+fn damping_from(zeta: f64, m_eff: f64, slope: f64, curvature: f64, gdot: f64) -> (f64, f64, f64) {
+    let k = -slope;
     if zeta == 0.0 || k <= 0.0 {
         return (0.0, 0.0, 0.0);
     }
     let c = 2.0 * zeta * (k * m_eff).sqrt();
     // dc/dg = 2ζ √m · d√k/dg = 2ζ √m (−f'') / (2√k)
-    let dc = zeta * m_eff.sqrt() * (-law.curvature(g)) / k.sqrt();
+    let dc = zeta * m_eff.sqrt() * (-curvature) / k.sqrt();
     (-c * gdot, -dc * gdot, -c)
 }
 
@@ -123,18 +149,18 @@ pub fn damping(law: &NormalLaw, zeta: f64, m_eff: f64, g: f64, gdot: f64) -> (f6
 /// Capped, F is continuous (f_n → 0 at ḡ); vibrations about a rest state
 /// of amplitude below κ/(2ζ) of its approach keep eq 52's damping exactly.
 pub fn normal_total(law: &NormalLaw, zeta: f64, m_eff: f64, g: f64, gdot: f64) -> (f64, f64, f64) {
-    let fnn = law.force(g);
+    let (fnn, slope, curvature) = law.eval(g);
     if fnn == 0.0 {
         return (0.0, 0.0, 0.0);
     }
-    let (fd, dfd_g, dfd_gdot) = damping(law, zeta, m_eff, g, gdot);
+    let (fd, dfd_g, dfd_gdot) = damping_from(zeta, m_eff, slope, curvature, gdot);
     let f = fnn + fd;
     if f <= 0.0 {
         (0.0, 0.0, 0.0)
     } else if fd > law.damping_cap * fnn {
-        ((1.0 + law.damping_cap) * fnn, (1.0 + law.damping_cap) * law.slope(g), 0.0)
+        ((1.0 + law.damping_cap) * fnn, (1.0 + law.damping_cap) * slope, 0.0)
     } else {
-        (f, law.slope(g) + dfd_g, dfd_gdot)
+        (f, slope + dfd_g, dfd_gdot)
     }
 }
 
@@ -260,6 +286,10 @@ mod tests {
                 if l.curvature(g) != 0.0 {
                     assert!(rel(l.curvature(g), fd2) < 1e-6, "curvature at {g}");
                 }
+                // One power of the gap gives all three.
+                let (f, s, c) = l.eval(g);
+                assert!(rel(f, l.force(g)) < 1e-14 && rel(s, l.slope(g)) < 1e-14, "eval at {g}");
+                assert!(if l.curvature(g) == 0.0 { c == 0.0 } else { rel(c, l.curvature(g)) < 1e-14 }, "eval's curvature at {g}");
                 let (zeta, m, gdot) = (0.3, 2.0, -0.7);
                 let (f, dg, dgd) = normal_total(&l, zeta, m, g, gdot);
                 assert!(f > 0.0);
