@@ -263,54 +263,68 @@ pub struct TangentialElement {
     /// Lever arms of the contact point from the centres of a and b.
     pub r_a: Vector3<f64>,
     pub r_b: Vector3<f64>,
-    /// [`TangentialElement::map`], made once: every Newton evaluation reads it.
-    g: Mat3x12,
 }
 
 impl TangentialElement {
     pub fn new(law: TangentialLaw, gt_start: Vector3<f64>, sliding: bool, n: Vector3<f64>, r_a: Vector3<f64>, r_b: Vector3<f64>) -> Self {
-        let p = Matrix3::identity() - n * n.transpose();
-        let mut d = Mat3x12::zeros();
-        d.fixed_view_mut::<3, 3>(0, 0).copy_from(&-Matrix3::identity());
-        d.fixed_view_mut::<3, 3>(0, 3).copy_from(&skew(&r_a));
-        d.fixed_view_mut::<3, 3>(0, 6).copy_from(&Matrix3::identity());
-        d.fixed_view_mut::<3, 3>(0, 9).copy_from(&-skew(&r_b));
-        Self { law, gt_start, sliding, n, r_a, r_b, g: p * d }
+        Self { law, gt_start, sliding, n, r_a, r_b }
     }
 
     /// G = (I − n nᵀ) [−I, skew(r_a), I, −skew(r_b)]: the tangential relative
     /// displacement of the contact point of b with respect to that of a is
     /// G x (rotations to first order, α × r = −skew(r) α).
-    pub fn map(&self) -> &Mat3x12 {
-        &self.g
+    pub fn map(&self) -> Mat3x12 {
+        let p = Matrix3::identity() - self.n * self.n.transpose();
+        let mut d = Mat3x12::zeros();
+        d.fixed_view_mut::<3, 3>(0, 0).copy_from(&-Matrix3::identity());
+        d.fixed_view_mut::<3, 3>(0, 3).copy_from(&skew(&self.r_a));
+        d.fixed_view_mut::<3, 3>(0, 6).copy_from(&Matrix3::identity());
+        d.fixed_view_mut::<3, 3>(0, 9).copy_from(&-skew(&self.r_b));
+        p * d
+    }
+
+    /// G x, from the structure of G (no 3×12 product): the residual's
+    /// evaluations need only this and [`TangentialElement::map_t`].
+    pub fn apply(&self, x: &Vec12) -> Vector3<f64> {
+        let v = |k: usize| Vector3::new(x[k], x[k + 1], x[k + 2]);
+        let d = (v(6) - v(0)) + self.r_a.cross(&v(3)) - self.r_b.cross(&v(9));
+        d - self.n * self.n.dot(&d)
+    }
+
+    /// Gᵀ f.
+    pub fn map_t(&self, f: &Vector3<f64>) -> Vec12 {
+        let p = f - self.n * self.n.dot(f);
+        let (ra, rb) = (p.cross(&self.r_a), self.r_b.cross(&p));
+        Vec12::from_column_slice(&[-p.x, -p.y, -p.z, ra.x, ra.y, ra.z, p.x, p.y, p.z, rb.x, rb.y, rb.z])
     }
 }
 
 /// Friction residual and tangent of one contact at the increments `x`,
-/// given the normal force `f_n` there and its gradient `dfn` (∂F/∂x): g_t =
-/// g_t^i + G x, ġ_t = G x / Δt, f_t from [`friction`] (the force on b is
-/// −f_t, on a +f_t), r = Gᵀ f_t and K = Gᵀ (∂f_t/∂g_t) G + Gᵀ (∂f_t/∂f_n)
-/// dfnᵀ (μ_d t in slip, zero in stick). `None` when f_n = 0 (no friction).
-/// Without `dfn` K is left zero (a residual evaluation needs no tangent).
-pub fn tangential(el: &TangentialElement, dt: f64, f_n: f64, dfn: Option<&Vec12>, x: &Vec12) -> Option<(Vec12, Mat12, Friction)> {
+/// given the normal force `f_n` there: g_t = g_t^i + G x, ġ_t = G x / Δt,
+/// f_t from [`friction`] (the force on b is −f_t, on a +f_t), r = Gᵀ f_t.
+/// With `tangent` = (dfn, K), dfn the gradient of the normal force (∂F/∂x),
+/// adds Gᵀ (∂f_t/∂g_t) G + Gᵀ (∂f_t/∂f_n) dfnᵀ (μ_d t in slip, zero in
+/// stick) to K (written in place: a 12×12 returned by value was copied
+/// about at every residual). `None` when f_n = 0 (no friction).
+pub fn tangential(el: &TangentialElement, dt: f64, f_n: f64, tangent: Option<(&Vec12, &mut Mat12)>, x: &Vec12) -> Option<(Vec12, Friction)> {
     if f_n.is_nan() || f_n <= 0.0 {
         return None;
     }
-    let g = el.map();
-    let slip = g * x;
+    let slip = el.apply(x);
     let gt = el.gt_start + slip;
     let gt_dot = slip / dt;
     let fr = friction(&el.law, gt, gt_dot, f_n, el.sliding);
-    let Some(dfn) = dfn else {
-        return Some((g.transpose() * fr.force, Mat12::zeros(), fr));
-    };
-    let kt = friction_tangent(&el.law, gt, gt_dot, f_n, el.sliding, 1.0 / dt);
-    let mut k = g.transpose() * kt * g;
-    if fr.sliding {
-        let t = fr.force / fr.force.norm();
-        k += g.transpose() * (el.law.mu_d * t) * dfn.transpose();
+    if let Some((dfn, k)) = tangent {
+        let g = el.map();
+        let kt = friction_tangent(&el.law, gt, gt_dot, f_n, el.sliding, 1.0 / dt);
+        let gt_t = g.transpose();
+        *k += gt_t * kt * g;
+        if fr.sliding {
+            let t = fr.force / fr.force.norm();
+            *k += (gt_t * (el.law.mu_d * t)) * dfn.transpose();
+        }
     }
-    Some((g.transpose() * fr.force, k, fr))
+    Some((el.map_t(&fr.force), fr))
 }
 
 #[cfg(test)]
@@ -367,6 +381,22 @@ mod tests {
 
     /// Normal and friction together (stick and slip, with tangential
     /// damping) against central differences of the total residual.
+    /// G x and Gᵀ f from G's structure equal the products with the 3×12 map.
+    #[test]
+    fn tangential_map_products_match_the_dense_map() {
+        let mut rng = SplitMix64::new(3);
+        let tl = TangentialLaw { eps_t: 1.0, c_t: 0.0, mu_s: 0.5, mu_d: 0.4 };
+        for _ in 0..100 {
+            let n = random_vec(&mut rng, 1.0).normalize();
+            let te = TangentialElement::new(tl, Vector3::zeros(), false, n, random_vec(&mut rng, 0.5), random_vec(&mut rng, 0.5));
+            let x = Vec12::from_fn(|_, _| rng.uniform() - 0.5);
+            let f = random_vec(&mut rng, 1.0);
+            let g = te.map();
+            assert!((te.apply(&x) - g * x).norm() < 1e-15);
+            assert!((te.map_t(&f) - g.transpose() * f).norm() < 1e-15);
+        }
+    }
+
     #[test]
     fn friction_tangent_matches_finite_differences() {
         let law = NormalLaw::new(2.0e5, 1.5, -2.0, 1e-2, 0.5);
@@ -388,7 +418,8 @@ mod tests {
                 let e = contact(&el, &law, 0.3, 1e-3, x)?;
                 let (_, grad, _, _) = gap(&el.kin, x);
                 let dfn = if e.force > 0.0 { e.stiffness * grad } else { Vec12::zeros() };
-                let (r, k, fr) = tangential(&te, 1e-3, e.force, Some(&dfn), x)?;
+                let mut k = Mat12::zeros();
+                let (r, fr) = tangential(&te, 1e-3, e.force, Some((&dfn, &mut k)), x)?;
                 assert_eq!(tangential(&te, 1e-3, e.force, None, x).map(|t| t.0), Some(r));
                 Some((e.residual + r, e.tangent + k, fr.sliding))
             };

@@ -6,7 +6,7 @@
 //! gap above a fraction of its current value; the penetration test of
 //! §2.4.7; rejected steps halve Δt; Δt grows after easy steps.
 use crate::body::dof_free;
-use super::assemble::{normal_at, normal_tangent, tangential, ContactElement, Kinematics, MeshKind, NormalEval, TangentialElement, Vec12};
+use super::assemble::{normal_at, normal_tangent, tangential, ContactElement, Kinematics, Mat12, MeshKind, NormalEval, TangentialElement, Vec12};
 use super::law::TangentialLaw;
 use super::law::NormalLaw;
 use super::rigid::{self, Newmark, RigidState};
@@ -82,7 +82,7 @@ struct StepStart {
 const STATE_VERSION: u32 = 1;
 
 /// Friction residual, tangent and law result of one contact.
-type FrictionEval = (Vec12, super::assemble::Mat12, super::law::Friction);
+type FrictionEval = (Vec12, super::law::Friction);
 
 /// Stored tangential state of one contact.
 #[derive(Clone, Copy, Debug)]
@@ -350,18 +350,19 @@ impl Problem<'_> {
     }
 
     /// Normal evaluation of contact `k` and, with friction and f_n > 0, its
-    /// tangential residual, law result and (unless `want` is the residual
-    /// alone) tangent.
-    fn eval(&self, k: usize, x12: &Vec12, gap: Gap, want: Want) -> Result<(NormalEval, Option<FrictionEval>), String> {
+    /// tangential residual and law result; unless `want` is the residual
+    /// alone, the friction tangent is added to `kt`.
+    fn eval(&self, k: usize, x12: &Vec12, gap: Gap, want: Want, kt: Option<&mut Mat12>) -> Result<(NormalEval, Option<FrictionEval>), String> {
         let e = normal_at(&self.elements[k], &self.law, self.zeta, self.dt, gap).ok_or_else(|| {
             let c = &self.ctx.contacts;
             format!("contact {}-{} (sub {} {}): gap closed (gap at detection {:e})", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k])
         })?;
         let t = match &self.tangential[k] {
             Some(te) if e.force > 0.0 => {
-                let dfn = (want != Want::Residual).then(|| e.stiffness * e.grad);
+                let dfn = e.stiffness * e.grad;
+                let tangent = if want == Want::Residual { None } else { kt.map(|m| (&dfn, m)) };
                 let moved = if want == Want::MovingTangent { self.moving_on(k, te, e.force, x12) } else { None };
-                tangential(te, self.dt, e.force, dfn.as_ref(), moved.as_ref().unwrap_or(x12))
+                tangential(te, self.dt, e.force, tangent, moved.as_ref().unwrap_or(x12))
             }
             _ => None,
         };
@@ -388,7 +389,7 @@ impl Problem<'_> {
         if self.ctx.contacts.ib[k] == WALL_INDEX {
             step.fixed_rows_mut::<6>(6).fill(0.0); // x holds a wall's step already
         }
-        (te.sliding && te.law.eps_t * (te.map() * step).norm() > te.law.mu_d * f_n).then(|| x12 + step)
+        (te.sliding && te.law.eps_t * te.apply(&step).norm() > te.law.mu_d * f_n).then(|| x12 + step)
     }
 
     fn dof(&self, i: usize) -> PetscInt {
@@ -468,7 +469,7 @@ impl Problem<'_> {
             // others would wait in its collectives): NaN in the residual makes
             // the global norm NaN, so every rank's SNES stops alike and the
             // step is redone shorter.
-            let (mut e, t) = match self.eval(k, &x12, gaps.1[k], Want::Residual) {
+            let (mut e, t) = match self.eval(k, &x12, gaps.1[k], Want::Residual, None) {
                 Ok(et) => et,
                 Err(msg) => {
                     log::debug!("dem: {msg}");
@@ -481,7 +482,7 @@ impl Problem<'_> {
             if e.force == 0.0 {
                 continue;
             }
-            if let Some((r, _, fr)) = &t {
+            if let Some((r, fr)) = &t {
                 e.residual += r;
                 e.force += fr.force.norm();
             }
@@ -561,15 +562,13 @@ impl Problem<'_> {
             // contact switched on mid-solve). A closed gap also gives zero
             // blocks (the residual at this x is NaN already, see `residual`).
             let x12 = self.x12(&all, k);
-            let mut t = super::assemble::Mat12::zeros();
+            let mut t = Mat12::zeros();
             if !open {
                 let want = if pattern && self.first_tangent == crate::scene::DemFirstTangent::Moving { Want::MovingTangent } else { Want::Tangent };
-                match self.eval(k, &x12, gaps.1[k], want) {
-                    Ok((e, fr)) if e.force != 0.0 => {
-                        t = normal_tangent(&self.elements[k], &x12, self.tangent_kind, &e);
-                        if let Some((_, kt, _)) = &fr {
-                            t += kt;
-                        }
+                // The friction tangent goes into t first, the normal one after.
+                match self.eval(k, &x12, gaps.1[k], want, Some(&mut t)) {
+                    Ok((e, _)) if e.force != 0.0 => {
+                        t += normal_tangent(&self.elements[k], &x12, self.tangent_kind, &e);
                     }
                     Ok(_) => {}
                     Err(msg) => log::debug!("dem: Jacobian: {msg}"),
@@ -1034,11 +1033,11 @@ impl Solver for DemSolver {
                     let mut history = HashMap::new();
                     let gaps = prob.gaps_at(&all);
                     for k in 0..ctx.contacts.len() {
-                        let (e, t) = prob.eval(k, &prob.x12(&all, k), gaps.1[k], Want::Residual).map_err(SolverError::Other)?;
+                        let (e, t) = prob.eval(k, &prob.x12(&all, k), gaps.1[k], Want::Residual, None).map_err(SolverError::Other)?;
                         f_n.push(e.force);
                         // force on b: −f_t of the law
-                        f_t.push(t.as_ref().map_or(Vector3::zeros(), |(_, _, fr)| -fr.force));
-                        if let (Some(te), Some((_, _, fr))) = (&prob.tangential[k], &t) {
+                        f_t.push(t.as_ref().map_or(Vector3::zeros(), |(_, fr)| -fr.force));
+                        if let (Some(te), Some((_, fr))) = (&prob.tangential[k], &t) {
                             let c = &ctx.contacts;
                             history.insert(c.key(k), Tangential { gt: fr.gap_t, normal: te.n, sliding: fr.sliding });
                         }
