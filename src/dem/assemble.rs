@@ -328,11 +328,12 @@ pub fn tangential(el: &TangentialElement, dt: f64, f_n: f64, tangent: Option<(&V
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::scene::generate::SplitMix64;
 
-    fn random_vec(rng: &mut SplitMix64, s: f64) -> Vector3<f64> {
+    /// A vector with entries uniform in [−s, s] (also mesh_grad.rs's tests).
+    pub(in crate::dem) fn random_vec(rng: &mut SplitMix64, s: f64) -> Vector3<f64> {
         Vector3::new(rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform() - 0.5) * 2.0 * s
     }
 

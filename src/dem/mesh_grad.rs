@@ -117,12 +117,9 @@ pub fn mesh_gap_grad(
 mod tests {
     use super::*;
     use crate::dem::assemble::mesh_gap;
+    use crate::dem::assemble::tests::random_vec;
     use crate::dem::jet::{Dual, Lift, Num};
     use crate::scene::generate::SplitMix64;
-
-    fn random_vec(rng: &mut SplitMix64, s: f64) -> Vector3<f64> {
-        Vector3::new(rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform() - 0.5) * 2.0 * s
-    }
 
     /// Jᵀ u against the forward-differentiated rotation, at rotations up to
     /// about a radian (where the ∂k/∂α term matters).
