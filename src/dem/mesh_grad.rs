@@ -4,7 +4,7 @@
 //! iteration). Forward differentiation ([`super::jet::Dual`]) carried a
 //! 9-entry gradient through every operation, a tenth of a tetrapod step;
 //! here each rotation contributes one transposed Jacobian product
-//! ([`Rotation::jt`]). The Hessian (consistent tangent) stays with
+//! ([`Turn::jt`]). The Hessian (consistent tangent) stays with
 //! [`super::jet::Jet`]. Pure, no MPI.
 use super::assemble::MeshKind;
 use super::types::Vec12;
@@ -22,21 +22,39 @@ impl Rotation {
         Self { alpha, k: 4.0 * (1.0 / (alpha.dot(&alpha) + 4.0)) }
     }
 
-    /// Q(α) v − v = k (c1 + ½ c2), c1 = α × v, c2 = α × c1.
-    fn change(&self, v: &Vector3<f64>) -> Vector3<f64> {
+    /// The rotation of `v`: its cross products, made once for both the
+    /// value ([`Turn::change`]) and the gradient ([`Turn::jt`]).
+    fn turn<'a>(&'a self, v: &'a Vector3<f64>) -> Turn<'a> {
         let c1 = self.alpha.cross(v);
         let c2 = self.alpha.cross(&c1);
-        self.k * (c1 + 0.5 * c2)
+        Turn { q: self, v, c1, c2 }
+    }
+}
+
+/// One vector v turned by a [`Rotation`]: c1 = α × v, c2 = α × c1.
+struct Turn<'a> {
+    q: &'a Rotation,
+    v: &'a Vector3<f64>,
+    c1: Vector3<f64>,
+    c2: Vector3<f64>,
+}
+
+impl Turn<'_> {
+    /// Q(α) v − v = k (c1 + ½ c2).
+    fn change(&self) -> Vector3<f64> {
+        self.q.k * (self.c1 + 0.5 * self.c2)
+    }
+
+    /// Q(α) v.
+    fn turned(&self) -> Vector3<f64> {
+        self.v + self.change()
     }
 
     /// Jᵀ u with J = ∂(Q(α) v)/∂α = k (−[v]× − ½[c1]× − ½[α]×[v]×) −
     /// ½ k² (c1 + ½ c2) αᵀ (∂k/∂α = −½ k² α).
-    fn jt(&self, v: &Vector3<f64>, u: &Vector3<f64>) -> Vector3<f64> {
-        let a = &self.alpha;
-        let c1 = a.cross(v);
-        let c2 = a.cross(&c1);
-        let k = self.k;
-        k * (v.cross(u) + 0.5 * c1.cross(u) - 0.5 * v.cross(&a.cross(u))) - (0.5 * k * k * (c1 + 0.5 * c2).dot(u)) * a
+    fn jt(&self, u: &Vector3<f64>) -> Vector3<f64> {
+        let (a, v, k) = (&self.q.alpha, self.v, self.q.k);
+        k * (v.cross(u) + 0.5 * self.c1.cross(u) - 0.5 * v.cross(&a.cross(u))) - (0.5 * k * k * (self.c1 + 0.5 * self.c2).dot(u)) * a
     }
 }
 
@@ -57,53 +75,60 @@ pub fn mesh_gap_grad(
     let w = Vector3::new(x[6] - x[0], x[7] - x[1], x[8] - x[2]);
     let qa = Rotation::new(Vector3::new(x[3], x[4], x[5]));
     let qb = Rotation::new(Vector3::new(x[9], x[10], x[11]));
+    let (arm_a, arm_b) = (qa.turn(r_a), qb.turn(r_b));
     // d = d0 + w + (Q_b − I) r_b − (Q_a − I) r_a
-    let d = d0 + w + (qb.change(r_b) - qa.change(r_a));
+    let d = d0 + w + (arm_b.change() - arm_a.change());
     // ∂g/∂d = p (so ∂g/∂w = p, ∂g/∂α_a = −J_a(r_a)ᵀ p, ∂g/∂α_b = J_b(r_b)ᵀ p),
-    // plus the terms of a rotated direction: s_a = ∂g/∂(Q_a d_a), s_b likewise.
+    // plus the terms of a rotated direction: s_a = ∂g/∂(Q_a d_a) with the
+    // turn of d_a, s_b likewise.
     let (g, n, p, s_a, s_b) = match kind {
         MeshKind::PlaneOnB => {
-            let e = d_b + qb.change(d_b);
-            (e.dot(&d), e, e, None, Some(d))
+            let dir = qb.turn(d_b);
+            let e = dir.turned();
+            (e.dot(&d), e, e, None, Some((dir, d)))
         }
         MeshKind::PlaneOnA => {
-            let e = d_a + qa.change(d_a);
-            (e.dot(&d), e, e, Some(d), None)
+            let dir = qa.turn(d_a);
+            let e = dir.turned();
+            (e.dot(&d), e, e, Some((dir, d)), None)
         }
         MeshKind::Lines { sign } => {
             // g = ±m·d/|m|, m = e_a × e_b: ∂g/∂m = ±(d − (m·d) m/l²)/l.
-            let (ea, eb) = (d_a + qa.change(d_a), d_b + qb.change(d_b));
+            let (dir_a, dir_b) = (qa.turn(d_a), qb.turn(d_b));
+            let (ea, eb) = (dir_a.turned(), dir_b.turned());
             let m = ea.cross(&eb);
             let l = m.norm();
             let md = m.dot(&d);
             let q = sign * (d - (md / (l * l)) * m) / l;
             // ∂m = ∂e_a × e_b + e_a × ∂e_b
-            ((md * (1.0 / l)) * sign, sign * (m / l), sign * (m / l), Some(eb.cross(&q)), Some(q.cross(&ea)))
+            ((md * (1.0 / l)) * sign, sign * (m / l), sign * (m / l), Some((dir_a, eb.cross(&q))), Some((dir_b, q.cross(&ea))))
         }
         MeshKind::PointLineB | MeshKind::PointLineA => {
             // g = |d − (d·e) e|: ∂g = (ŵ − c e)·∂d − (c d + s ŵ)·∂e, c = ŵ·e (≈ 0), s = d·e.
             let on_b = kind == MeshKind::PointLineB;
-            let e = if on_b { d_b + qb.change(d_b) } else { d_a + qa.change(d_a) };
+            let dir = if on_b { qb.turn(d_b) } else { qa.turn(d_a) };
+            let e = dir.turned();
             let s = d.dot(&e);
             let wv = d - s * e;
             let l = wv.dot(&wv).sqrt();
             let wh = wv / l;
             let c = wh.dot(&e);
             let se = -(c * d + s * wh);
-            (l, wh, wh - c * e, (!on_b).then_some(se), on_b.then_some(se))
+            let (p, turned) = (wh - c * e, Some((dir, se)));
+            if on_b { (l, wh, p, None, turned) } else { (l, wh, p, turned, None) }
         }
         MeshKind::Points => {
             let l = d.dot(&d).sqrt();
             (l, d / l, d / l, None, None)
         }
     };
-    let mut ga = -qa.jt(r_a, &p);
-    if let Some(s) = s_a {
-        ga += qa.jt(d_a, &s);
+    let mut ga = -arm_a.jt(&p);
+    if let Some((dir, s)) = s_a {
+        ga += dir.jt(&s);
     }
-    let mut gb = qb.jt(r_b, &p);
-    if let Some(s) = s_b {
-        gb += qb.jt(d_b, &s);
+    let mut gb = arm_b.jt(&p);
+    if let Some((dir, s)) = s_b {
+        gb += dir.jt(&s);
     }
     let mut grad = Vec12::zeros();
     grad.fixed_rows_mut::<3>(0).copy_from(&-p);
@@ -133,8 +158,8 @@ mod tests {
             let q = rotate(&a, &v);
             let want = q[0].g * u.x + q[1].g * u.y + q[2].g * u.z;
             let r = Rotation::new(alpha);
-            assert!((r.jt(&v, &u) - want).norm() < 1e-14, "{:?} vs {want:?}", r.jt(&v, &u));
-            assert!((v + r.change(&v) - Vector3::new(q[0].v, q[1].v, q[2].v)).norm() < 1e-15);
+            assert!((r.turn(&v).jt(&u) - want).norm() < 1e-14, "{:?} vs {want:?}", r.turn(&v).jt(&u));
+            assert!((r.turn(&v).turned() - Vector3::new(q[0].v, q[1].v, q[2].v)).norm() < 1e-15);
         }
     }
 
