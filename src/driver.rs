@@ -49,6 +49,8 @@ pub struct RunOptions {
     pub restart: Option<(u64, f64)>,
     /// The solver's state from the checkpoint (this rank's slab).
     pub restart_state: SolverState,
+    /// The history tables from the checkpoint (this rank's slab of each).
+    pub restart_history: Vec<(String, io::FlatRecords)>,
     /// Largest number of bodies this rank held during start-up (summary.json).
     pub startup_max_bodies: u64,
 }
@@ -70,6 +72,8 @@ pub struct Summary {
     /// Neighbour-list rebuilds (migrate + ghosts + Verlet) and RCB rebalances.
     pub rebuilds: u64,
     pub rebalances: u64,
+    /// Bodies that changed rank (migrations, all ranks).
+    pub bodies_migrated: u64,
     /// Load per rank at the end, [min, mean, max]: owned bodies, and the
     /// work RCB balances (owned bodies + the contacts each rank owns).
     pub owned_bodies: [f64; 3],
@@ -211,12 +215,14 @@ impl Clock {
 pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Result<Summary, RunError> {
     let out_dir = &scene.output.dir;
     prepare_output(comm, out_dir, opts)?;
-    let mut world = World::new(comm, scene, bodies, false);
-    let n_global = parallel::sum_u64(comm, world.n_owned() as u64);
     let mut solver = make_solver(scene);
+    let mut world = World::new(comm, scene, bodies, false, &solver.history());
+    let n_global = parallel::sum_u64(comm, world.n_owned() as u64);
     solver.phases().iter().for_each(|p| world.timers.add_phase(p));
     if opts.restart.is_some() {
         solver.restore(comm, opts.restart_state.clone()).map_err(|e| RunError::Input(format!("checkpoint: {e}")))?;
+        let owned = world.bodies.id[..world.n_owned()].to_vec();
+        world.history.adopt(comm, &opts.restart_history, &owned);
     }
     let mut clock = Clock::new(scene, opts.restart, solver.adaptive());
     let mut thermo = Thermo::open(comm, &out_dir.join("log.txt"), opts.restart.is_some(), scene.output.thermo_seconds)?;
@@ -242,11 +248,13 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         if step > clock.first_step + 1 {
             world.update_contacts();
         }
-        let dt_try = solver.begin_step(&mut world, time, clock.dt.min(clock.t_final - time));
+        world.begin_step();
+        let plan = solver.begin_step(&world, time, clock.dt.min(clock.t_final - time), 0);
+        world.drop_contacts(&plan.drop);
         // Output after this step: the run's last, every n-th, or possibly the last quiet one.
         let maybe_static = scene.simulation.until_static.is_some() && clock.quiet + 1 >= STATIC_STEPS;
-        let output = clock.t_final - (time + dt_try) <= 1e-9 * clock.dt || every(scene.output.every, step) || maybe_static;
-        let report = take_step(&mut world, solver.as_mut(), step, time, dt_try, output)?;
+        let output = clock.t_final - (time + plan.dt) <= 1e-9 * clock.dt || every(scene.output.every, step) || maybe_static;
+        let report = take_step(&mut world, solver.as_mut(), step, time, plan.dt, output)?;
         for &(name, secs) in &report.phases {
             world.timers.reassign("solve", name, secs);
         }
@@ -309,11 +317,19 @@ fn start_line(scene: &Scene, world: &World, clock: &Clock, n_global: u64, adapti
 }
 
 /// One step from `time`: the solver's attempts until its review accepts
-/// one. A failed attempt leaves the bodies at the step's start: they are
-/// checkpointed and the run stops.
+/// one; between attempts the World carries out the solver's requests (the
+/// search at an attempt's end, the roll-back of a redo). A failed attempt
+/// leaves the bodies at the step's start: they are checkpointed and the
+/// run stops.
 fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, mut dt: f64, output: bool) -> Result<StepReport, RunError> {
     let mut earlier = StepReport::default();
+    let mut attempt = 0;
     loop {
+        if attempt > 0 {
+            let plan = solver.begin_step(world, time, dt, attempt);
+            world.drop_contacts(&plan.drop);
+            dt = plan.dt;
+        }
         let ctx = StepContext {
             comm: world.comm,
             scene: world.scene,
@@ -325,8 +341,8 @@ fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, m
             dt,
             output,
         };
-        let (bodies, forces) = (&mut world.bodies, &mut world.forces);
-        let mut report = match world.timers.time("solve", || solver.step(&ctx, bodies, forces)) {
+        let (bodies, forces, history) = (&mut world.bodies, &mut world.forces, &mut world.history);
+        let mut report = match world.timers.time("solve", || solver.step(&ctx, bodies, forces, history)) {
             Ok(r) => r,
             Err(e) => {
                 let path = write_checkpoint(world, solver, step - 1, time, dt)?;
@@ -336,9 +352,18 @@ fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, m
         };
         check_finite(world, step)?;
         report.absorb(&earlier);
+        if let Some(search) = solver.search(world, time, &report) {
+            world.set_time(time + report.dt);
+            world.search(search);
+        }
         match solver.review(world, time, &report) {
             Review::Accept => return Ok(report),
-            Review::Redo { dt: redo } => (dt, earlier) = (redo, report),
+            Review::Redo { dt: redo, distance } => {
+                world.set_time(time);
+                world.roll_back(distance);
+                (dt, earlier) = (redo, report);
+                attempt += 1;
+            }
         }
     }
 }
@@ -405,6 +430,7 @@ fn finish(
         candidate_pairs: parallel::sum_u64(comm, world.candidate_pairs() as u64),
         rebuilds: world.rebuilds,
         rebalances: world.rebalances,
+        bodies_migrated: parallel::sum_u64(comm, world.migrated),
         owned_bodies: parallel::memory::min_mean_max(comm, world.n_owned() as f64),
         work_per_rank: parallel::memory::min_mean_max(comm, world.work().iter().sum()),
         kinetic_energy: world.kinetic_energy(),
@@ -476,7 +502,7 @@ fn write_checkpoint(world: &World, solver: &dyn Solver, step: u64, time: f64, dt
     let (comm, scene) = (world.comm, world.scene);
     let dir = &scene.output.dir;
     let path = io::checkpoint_path(dir, step);
-    io::write_checkpoint(comm, &path, step, time, dt, scene, &world.bodies, world.n_owned(), &solver.state())?;
+    io::write_checkpoint(comm, &path, step, time, dt, scene, &world.bodies, world.n_owned(), &solver.state(), &world.history.tables())?;
     if comm.rank() == 0 {
         io::prune_checkpoints(dir, scene.output.checkpoint_keep)?;
         log::info!("checkpoint {}", path.display());

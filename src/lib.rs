@@ -10,6 +10,7 @@ pub mod contact;
 pub mod dem;
 pub mod driver;
 pub mod geometry;
+pub mod history;
 pub mod io;
 pub mod logging;
 pub mod parallel;

@@ -90,6 +90,7 @@ fn main() -> ExitCode {
                                 overwrite,
                                 restart: None,
                                 restart_state: Default::default(),
+                                restart_history: Vec::new(),
                                 startup_max_bodies: start.max_held,
                             };
                             with_petsc(&world, &petsc_args, || driver::run(&world, &scene, start.bodies, &opts))
@@ -126,6 +127,7 @@ fn main() -> ExitCode {
                             overwrite: false,
                             restart: Some((cp.step, cp.time)),
                             restart_state: cp.state.clone(),
+                            restart_history: cp.history.clone(),
                             startup_max_bodies: cp.bodies.len() as u64,
                         };
                         if world.rank() == 0 {

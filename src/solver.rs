@@ -9,8 +9,9 @@ use crate::io::SolverState;
 use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::scene::Scene;
+pub use crate::history::{Column, History, HistorySpec};
 pub use crate::io::ContactField;
-pub use crate::world::{ContactForces, World};
+pub use crate::world::{ContactForces, Search, World};
 
 /// Everything a solver reads in one step. Bodies `0..layout.n_owned` are
 /// owned, the rest are ghosts (read-only copies of other ranks' bodies).
@@ -61,13 +62,23 @@ impl StepReport {
     }
 }
 
+/// What a solver asks for before an attempt of a step ([`Solver::begin_step`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// The Δt to try.
+    pub dt: f64,
+    /// Contacts of the step (indices) the solver does not model.
+    pub drop: Vec<usize>,
+}
+
 /// What the solver says of a step it took ([`Solver::review`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Review {
     Accept,
-    /// Take the step again from its start with this Δt: the solver has put
-    /// back its own state and the world (bodies, contacts) already.
-    Redo { dt: f64 },
+    /// Take the step again from its start with this Δt, contacts detected
+    /// out to `distance`: the World rolls back bodies and history, the
+    /// solver has put back its own state.
+    Redo { dt: f64, distance: f64 },
 }
 
 /// A solver failure; the run writes a last checkpoint and stops.
@@ -91,23 +102,36 @@ pub struct StateError {
 }
 
 /// One physics. `cd`, `compatible-cd` and `dem` implement it; the driver
-/// knows them only through [`make_solver`].
+/// knows them only through [`crate::registry::make_solver`]. The driver and
+/// the World own the clock and the detection: hooks read the World and
+/// return requests ([`Plan`], [`Search`], [`Review`]) that they carry out.
 pub trait Solver {
-    /// Before the first attempt of a step from `time`: may prepare the
-    /// world (drop contacts it will not model, remember the start of the
-    /// step) and returns the Δt to try (at most `dt`).
-    fn begin_step(&mut self, _world: &mut World, _time: f64, dt: f64) -> f64 {
-        dt
+    /// The per-body and per-contact history the solver keeps between steps
+    /// (World data: migration and checkpoints carry it).
+    fn history(&self) -> HistorySpec {
+        HistorySpec::default()
+    }
+
+    /// Before attempt `attempt` (0 first, then after each redo) of a step
+    /// from `time`: the Δt to try (at most `dt`) and contacts to drop.
+    fn begin_step(&mut self, _world: &World, _time: f64, dt: f64, _attempt: u32) -> Plan {
+        Plan { dt, drop: Vec::new() }
     }
 
     /// Advances the owned bodies from `ctx.time` by `ctx.dt` (or less, as
-    /// reported); fills `forces` for `ctx.contacts`.
-    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError>;
+    /// reported); fills `forces` for `ctx.contacts`; updates its history.
+    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces, history: &mut History) -> Result<StepReport, SolverError>;
 
-    /// After an attempt that ended at `time + report.dt`: accept it, or put
-    /// the solver and the world back to the step's start and ask for a
-    /// redo. Collective: every rank returns the same.
-    fn review(&mut self, _world: &mut World, _time: f64, _report: &StepReport) -> Review {
+    /// After an attempt: the search at its end (`time + report.dt`) the
+    /// solver wants done before its review, if any. Collective.
+    fn search(&mut self, _world: &World, _time: f64, _report: &StepReport) -> Option<Search> {
+        None
+    }
+
+    /// After an attempt (and its search): accept it, or put the solver's
+    /// own state back to the step's start and ask for a redo. Collective:
+    /// every rank returns the same.
+    fn review(&mut self, _world: &World, _time: f64, _report: &StepReport) -> Review {
         Review::Accept
     }
 

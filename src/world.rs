@@ -5,6 +5,7 @@
 //! its hooks (the DEM's night-owl search).
 use crate::body::{Bodies, Shape};
 use crate::contact::{self, BodyDepths, ContactShapes, Contacts, DetectParams, VerletList, WALL_INDEX};
+use crate::history::{History, HistorySpec};
 use crate::io::ContactTable;
 use crate::parallel::domain::Domain;
 use crate::parallel::exchange::{self, Layout};
@@ -34,6 +35,13 @@ pub struct World<'a> {
     pub shapes: ContactShapes,
     pub contacts: Contacts,
     pub forces: ContactForces,
+    /// What solvers keep between steps, carried with the bodies.
+    pub history: History,
+    /// The owned bodies and history at the start of the step being taken,
+    /// to roll back to ([`World::begin_step`]).
+    start: Option<(Bodies, History)>,
+    /// A body migrated during the last [`World::search`].
+    search_migrated: bool,
     verlet: VerletList,
     pub params: DetectParams,
     /// Per-body closed depths of the mesh search, in place of
@@ -46,6 +54,8 @@ pub struct World<'a> {
     pub rebuilds: u64,
     /// RCB rebalances so far.
     pub rebalances: u64,
+    /// Bodies this rank sent to another owner so far.
+    pub migrated: u64,
     /// Per contact of `contacts`: (a fixed, b fixed or a wall), taken at
     /// detection — a search after the step may migrate bodies and leave the
     /// step's local indices stale before the reactions are summed.
@@ -58,6 +68,15 @@ pub struct World<'a> {
     walls: Vec<Wall>,
 }
 
+/// A search a solver asks for at the end of an attempt of a step
+/// ([`crate::solver::Solver::search`]): how deep the mesh search seeks
+/// closed pairs, for all pairs or per body.
+#[derive(Clone, Debug, Default)]
+pub struct Search {
+    pub mesh_depth: Option<f64>,
+    pub body_depths: Option<BodyDepths>,
+}
+
 /// Contact force on a fixed body or a wall (walls: id = 2^63 + index).
 #[derive(Debug, serde::Serialize)]
 pub struct Reaction {
@@ -68,7 +87,7 @@ pub struct Reaction {
 impl<'a> World<'a> {
     /// Distributes `bodies` (any subset per rank, e.g. the whole scene on
     /// every rank, or a checkpoint slab) to their owners.
-    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, whole_scene_everywhere: bool) -> Self {
+    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, whole_scene_everywhere: bool, history: &HistorySpec) -> Self {
         let (lo, hi) = crate::parallel::domain::domain_box(comm, scene, &bodies);
         let domain = Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim);
         let mut bodies = bodies;
@@ -86,6 +105,9 @@ impl<'a> World<'a> {
             shapes: ContactShapes::new(&scene.shapes),
             contacts: Contacts::new(),
             forces: ContactForces::default(),
+            history: History::new(history),
+            start: None,
+            search_migrated: false,
             verlet: VerletList::new(),
             params: DetectParams { entity_lists: scene.contact.entity_lists, ..DetectParams::new(scene.contact.skin, scene.contact.distance) },
             body_depths: None,
@@ -93,6 +115,7 @@ impl<'a> World<'a> {
             timers: Timers::default(),
             rebuilds: 0,
             rebalances: 0,
+            migrated: 0,
             contact_fixed: Vec::new(),
             next: None,
             walls: scene.walls.clone(),
@@ -138,8 +161,13 @@ impl<'a> World<'a> {
         }
         self.rebalance();
         let (comm, domain) = (self.comm, &self.domain);
-        let bodies = &mut self.bodies;
-        self.timers.time("migration", || exchange::migrate(comm, domain, bodies, n));
+        let (bodies, history) = (&mut self.bodies, &mut self.history);
+        let departed = self.timers.time("migration", || {
+            let departed = exchange::migrate(comm, domain, bodies, n);
+            history.migrate(comm, &departed);
+            departed.len() as u64
+        });
+        self.migrated += departed;
         let n = bodies.len();
         let extra = self.params.skin + self.params.contact_distance;
         let shapes = &self.scene.shapes;
@@ -235,6 +263,26 @@ impl<'a> World<'a> {
         self.next.as_ref().map(|(c, _)| c)
     }
 
+    /// Carries out a solver's [`Search`] at the present configuration
+    /// (the end of an attempt): its depths for the mesh search, then
+    /// [`World::detect_next`]. Collective.
+    pub fn search(&mut self, search: Search) {
+        if let Some(d) = search.mesh_depth {
+            self.params.mesh_depth = Some(d);
+        }
+        if search.body_depths.is_some() {
+            self.body_depths = search.body_depths;
+        }
+        let rebuilds = self.rebuilds;
+        self.detect_next();
+        self.search_migrated = self.rebuilds != rebuilds;
+    }
+
+    /// A body migrated during the last [`World::search`] (the same on every rank).
+    pub fn search_migrated(&self) -> bool {
+        self.search_migrated
+    }
+
     /// Detects the contacts at the present configuration into a separate
     /// list (neighbour lists refreshed first), leaving the step's contacts
     /// and forces in place; the list is used by the next [`World::detect`].
@@ -251,10 +299,26 @@ impl<'a> World<'a> {
         self.next = Some((new_list, new_fixed));
     }
 
-    /// Drops the contacts for which `drop` is true (before a solver step).
-    pub fn drop_contacts(&mut self, drop: impl Fn(usize) -> bool) {
-        self.contacts.retain(|k| !drop(k));
+    /// Drops the contacts of the step at these indices (a solver's [`Plan`]).
+    pub fn drop_contacts(&mut self, drop: &[usize]) {
+        if drop.is_empty() {
+            return;
+        }
+        let mut gone = vec![false; self.contacts.len()];
+        drop.iter().for_each(|&k| gone[k] = true);
+        self.contacts.retain(|k| !gone[k]);
         self.refresh_fixed();
+    }
+
+    /// Remembers the owned bodies and the history at the start of a step,
+    /// the state [`World::roll_back`] returns to.
+    pub fn begin_step(&mut self) {
+        self.start = Some((self.owned_bodies(), self.history.clone()));
+    }
+
+    /// The owned bodies at the start of the step being taken.
+    pub fn step_start(&self) -> Option<&Bodies> {
+        self.start.as_ref().map(|(b, _)| b)
     }
 
     /// `contact_fixed` of the current contacts: whether each side is fixed.
@@ -273,20 +337,25 @@ impl<'a> World<'a> {
         ib != WALL_INDEX && [ia, ib].iter().any(|&i| matches!(self.shapes.shape(self.bodies.shape[i]), Shape::Mesh(_)))
     }
 
-    /// Back to `start` (the owned bodies at the start of a step) with
-    /// contacts detected out to `distance`: neighbour lists rebuilt so the
-    /// ghost halo reaches that far, then the normal distance again. Bodies
-    /// that drifted across a rank boundary migrate: read the owned bodies
-    /// back with [`World::owned_bodies`].
-    pub fn roll_back(&mut self, start: &Bodies, distance: f64) {
-        self.bodies = start.clone();
-        self.layout.n_owned = start.len();
+    /// Back to the start of the step ([`World::begin_step`]: owned bodies
+    /// and history) with contacts detected out to `distance`: neighbour
+    /// lists rebuilt so the ghost halo reaches that far, then the normal
+    /// distance again. Bodies that drifted across a rank boundary since the
+    /// last rebuild migrate with their history; the redo starts from this
+    /// distribution (its contacts were detected in it).
+    pub fn roll_back(&mut self, distance: f64) {
+        let (bodies, history) = self.start.take().expect("roll_back without begin_step");
+        self.layout.n_owned = bodies.len();
+        self.bodies = bodies;
+        self.history = history;
+        self.body_depths = None;
         self.next = None;
         let normal = self.params.contact_distance;
         self.params.contact_distance = distance;
         self.neighbours(true);
         self.detect();
         self.params.contact_distance = normal;
+        self.begin_step();
     }
 
     /// The contacts with their forces as named output columns; `extra`

@@ -18,7 +18,7 @@ use crate::body::Bodies;
 use crate::contact::{Contacts, WALL_ID_BASE};
 use crate::petsc::{InsertMode, PetscInt, Stage, Vector};
 use crate::scene::{CdMethod, Scene};
-use crate::solver::{ContactForces, SolverError, Solver, StepContext, StepReport};
+use crate::solver::{ContactForces, History, SolverError, Solver, StepContext, StepReport};
 use nalgebra::{UnitQuaternion, Vector3, Vector6};
 use operator::ContactOperator;
 use crate::contact::ContactKey;
@@ -132,7 +132,7 @@ pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Cont
 pub type PostProcess<'a> = dyn FnMut(&mut ContactOperator, &Vector, &Vector, &Bodies) -> Result<Vec<f64>, SolverError> + 'a;
 
 impl Solver for CdSolver {
-    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> Result<StepReport, SolverError> {
+    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces, _history: &mut History) -> Result<StepReport, SolverError> {
         self.step_with(ctx, bodies, forces, None).map(|(report, _)| report)
     }
 }

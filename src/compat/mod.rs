@@ -44,7 +44,7 @@ use crate::parallel::Comm;
 use crate::petsc::{NormType, Result, Vector};
 use crate::parallel::exchange::Layout;
 use crate::scene::{CompatMethod, CompatSettings, Scene};
-use crate::solver::{ContactField, ContactForces, Solver, SolverError, StepContext, StepReport};
+use crate::solver::{ContactField, ContactForces, History, Solver, SolverError, StepContext, StepReport};
 use std::collections::HashMap;
 
 /// Running totals of the compatibility solves (benchmarks, logs).
@@ -108,7 +108,7 @@ impl Drop for CompatibleCdSolver {
 }
 
 impl Solver for CompatibleCdSolver {
-    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces) -> std::result::Result<StepReport, SolverError> {
+    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces, _history: &mut History) -> std::result::Result<StepReport, SolverError> {
         let set = &ctx.scene.compat;
         if !(ctx.output || ctx.step % set.every == 0) {
             self.f_compatible.clear();

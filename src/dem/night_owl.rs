@@ -37,22 +37,19 @@ pub struct NightOwl {
     pub penetrating: bool,
 }
 
-/// Drops the mesh pairs detected with a closed gap and returns their keys.
-/// The barrier law keeps every tracked gap open and the night-owl checks
+/// The mesh pairs detected with a closed gap: their indices (to drop) and
+/// keys. The barrier law keeps every tracked gap open and the night-owl checks
 /// track every pair that closes within a step, so a closed one is a
 /// projection through a thin tip or across a concave region (§3.6), not a
 /// contact (it would end every step at once: "gap closed").
-pub fn drop_closed_mesh_pairs(world: &mut World) -> HashSet<ContactKey> {
+pub fn closed_mesh_pairs(world: &World) -> (Vec<usize>, HashSet<ContactKey>) {
     let c = &world.contacts;
-    let closed: Vec<bool> = (0..c.len()).map(|k| c.gap[k] <= 0.0 && world.is_mesh_pair(c, k)).collect();
-    let keys: HashSet<ContactKey> = (0..c.len()).filter(|&k| closed[k]).map(|k| c.key(k)).collect();
-    if !keys.is_empty() {
-        for k in (0..c.len()).filter(|&k| closed[k]) {
-            log::debug!("dropped mesh pair {}-{} (sub {} {}) with closed gap {:e}", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k]);
-        }
-        world.drop_contacts(|k| closed[k]);
+    let closed: Vec<usize> = (0..c.len()).filter(|&k| c.gap[k] <= 0.0 && world.is_mesh_pair(c, k)).collect();
+    for &k in &closed {
+        log::debug!("dropped mesh pair {}-{} (sub {} {}) with closed gap {:e}", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k]);
     }
-    keys
+    let keys = closed.iter().map(|&k| c.key(k)).collect();
+    (closed, keys)
 }
 
 /// The largest distance a surface point of each owned body moved since
@@ -82,8 +79,9 @@ pub fn step_displacements(world: &World, owned: &[f64], largest: f64) -> BodyDep
     BodyDepths { by_id, default: largest }
 }
 
-/// The global search at the end of a step, which the next step reuses
-/// ([`World::detect_next`]). Returns this rank's night owls: active
+/// The night owls in the global search at the end of a step, which the
+/// driver ran at the solver's request ([`World::search`]) and the next step
+/// reuses. Returns this rank's night owls: active
 /// contacts (gap < ḡ_n) whose body pair had no contact in the step's list,
 /// and contacts closer than `floor` whose sub-region pair was not in it
 /// (`penetrating`: the step crossed into a degeneration it did not model,
@@ -93,17 +91,15 @@ pub fn step_displacements(world: &World, owned: &[f64], largest: f64) -> BodyDep
 /// step ([`step_displacements`]): a mesh pair closed deeper than the sum of
 /// its two bodies' was closed at the start already, a projection through a
 /// thin tip, no owl.
-pub fn search_after_step(world: &mut World, start: &Bodies, closed: &HashSet<ContactKey>, gbar: f64, floor: f64, moved: &BodyDepths) -> Vec<NightOwl> {
-    let rebuilds = world.rebuilds;
-    world.detect_next();
-    let World { comm, contacts: c, bodies, layout, .. } = &*world;
+pub fn owls_after_step(world: &World, start: &Bodies, closed: &HashSet<ContactKey>, gbar: f64, floor: f64, moved: &BodyDepths) -> Vec<NightOwl> {
+    let World { comm, contacts: c, bodies, layout, .. } = world;
     let comm: &Comm = comm;
-    let new_list = world.next_contacts().expect("detect_next stored the search");
+    let new_list = world.next_contacts().expect("the driver ran the search");
     // A contact lives on the owner of its body a. Without a migration the
     // step's list here holds every pair of the new list's a; a body that
     // arrived by migration had its step contacts on its old rank: those
     // pairs are asked of every rank (agreed: rebuilds is global).
-    let migrated = world.rebuilds != rebuilds;
+    let migrated = world.search_migrated();
     let projection = |k: usize| {
         let reach = moved.of(new_list.a[k]) + moved.of(new_list.b[k]);
         new_list.gap[k] <= 0.0 && world.is_mesh_pair(new_list, k) && (new_list.gap[k] < -reach || closed.contains(&new_list.key(k)))

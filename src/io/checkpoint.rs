@@ -17,10 +17,15 @@
 //!              (names, comma-separated); per table /solver/<name>/ with attrs
 //!              n u64, n_u u32, n_f u32 and datasets key N, u N×n_u u64,
 //!              f N×n_f f64 (sorted by key, then u, then f)
+//! /history/    the World's history store (`crate::history`) in the same
+//!              layout: tables "body" (key body id) and "contact" (key body
+//!              a, u = b, sub_a, sub_b); version = the store's layout (1)
 //! ```
 //!
-//! Format version 1 (before the solver-owned state) kept a fixed 8-wide
-//! `/history` instead of `/solver`: it is refused with its version named.
+//! Format version 2 (before the history store) has no `/history` and is
+//! read as an empty one. Format version 1 (before the solver-owned state)
+//! kept a fixed 8-wide `/history` instead of `/solver`: it is refused with
+//! its version named.
 //!
 //! `checksum` is a wrapping sum of a 64-bit mix of (dataset, element index,
 //! element bits) over every element, plus a hash of the attributes and shapes:
@@ -38,7 +43,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Layout of the file written by this build (see the module comment).
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
+/// The oldest layout this build reads.
+const OLDEST_READ: u32 = 2;
+/// Layout of the `/history` tables.
+const HISTORY_VERSION: u32 = 1;
 
 /// A solver's state beyond the bodies, kept by checkpoints: named tables of
 /// records the solver fills and reads itself (ARCHITECTURE.md "Solver
@@ -90,6 +99,8 @@ pub struct Checkpoint {
     pub n_bodies: u64,
     /// This rank's slab of each table of the solver's state.
     pub state: SolverState,
+    /// This rank's slab of each table of the history store.
+    pub history: Vec<(String, FlatRecords)>,
 }
 
 /// `dir/checkpoint-NNNNNN.h5` (at least six digits).
@@ -173,6 +184,9 @@ struct Scalars<'a> {
     n_bodies: u64,
     /// The solver state's version and (name, rows, n_u, n_f) of its tables.
     state: (u32, Vec<(String, u64, usize, usize)>),
+    /// The same of the history tables (none in format 2).
+    history: Vec<(String, u64, usize, usize)>,
+    format_version: u32,
     shapes: &'a [Shape],
     shape_names: &'a [String],
 }
@@ -182,10 +196,10 @@ fn scalars_hash(s: &Scalars) -> u64 {
     for t in [s.version, s.solver, s.config] {
         h = hash_bytes(h, t.as_bytes());
     }
-    for v in [s.dim as u64, s.step, s.time.to_bits(), s.dt.to_bits(), s.n_bodies, FORMAT_VERSION as u64, s.state.0 as u64] {
+    for v in [s.dim as u64, s.step, s.time.to_bits(), s.dt.to_bits(), s.n_bodies, s.format_version as u64, s.state.0 as u64] {
         h = mix(h ^ v);
     }
-    for (name, n, nu, nf) in &s.state.1 {
+    for (name, n, nu, nf) in s.state.1.iter().chain(&s.history) {
         h = hash_bytes(h, name.as_bytes());
         h = mix(h ^ n ^ mix(*nu as u64) ^ mix(mix(*nf as u64)));
     }
@@ -235,6 +249,7 @@ pub fn write_checkpoint<C: Communicator>(
     bodies: &Bodies,
     n_owned: usize,
     state: &SolverState,
+    history: &[(String, FlatRecords)],
 ) -> Result<(), IoError> {
     let check = if n_owned > bodies.len() {
         Err(IoError::Invalid { path: path.to_path_buf(), what: format!("n_owned = {n_owned} but only {} bodies", bodies.len()) })
@@ -262,12 +277,14 @@ pub fn write_checkpoint<C: Communicator>(
         push_body(&mut recs, bodies, i);
     }
     let b = redistribute_sorted(comm, recs);
-    let tables: Vec<(String, Redistributed)> =
-        state.tables.iter().map(|(name, r)| (name.clone(), redistribute_sorted(comm, r.clone()))).collect();
+    let sorted = |t: &[(String, FlatRecords)]| -> Vec<(String, Redistributed)> {
+        t.iter().map(|(name, r)| (name.clone(), redistribute_sorted(comm, r.clone()))).collect()
+    };
+    let (tables, history) = (sorted(&state.tables), sorted(history));
 
     let file = hdf5::File::with_options().with_fapl(|p| p.mpio(comm.as_raw(), None)).create(&tmp).ctx(&tmp, "creating the checkpoint (MPI-IO)");
     let file = agree(comm, file)?;
-    let r = write_contents(comm, &file, &tmp, step, time, dt, scene, &b, (state.version, &tables));
+    let r = write_contents(comm, &file, &tmp, step, time, dt, scene, &b, (state.version, &tables), &history);
     let r = agree(comm, r);
     let closed = agree(comm, file.close().ctx(&tmp, "closing the checkpoint"));
     r?;
@@ -299,6 +316,7 @@ fn write_contents<C: Communicator>(
     scene: &Scene,
     b: &Redistributed,
     (state_version, tables): (u32, &[(String, Redistributed)]),
+    history: &[(String, Redistributed)],
 ) -> Result<(), IoError> {
     let e = |what: &'static str| move |err: hdf5::Error| IoError::hdf5(p, what, err);
     let sc = Scalars {
@@ -310,7 +328,9 @@ fn write_contents<C: Communicator>(
         time,
         dt,
         n_bodies: b.total,
-        state: (state_version, tables.iter().map(|(n, r)| (n.clone(), r.total, r.records.n_u, r.records.n_f)).collect()),
+        state: (state_version, shape_of(tables)),
+        history: shape_of(history),
+        format_version: FORMAT_VERSION,
         shapes: &scene.shapes,
         shape_names: &scene.shape_names,
     };
@@ -367,32 +387,8 @@ fn write_contents<C: Communicator>(
     })()
     .map_err(e("writing /bodies"))?;
 
-    let sg = file.create_group("solver").map_err(e("creating /solver"))?;
-    (|| -> hdf5::Result<()> {
-        scalar_attr(&sg, "version", &state_version)?;
-        let names: Vec<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
-        str_attr(&sg, "tables", &names.join(","))?;
-        for (name, t) in tables {
-            let (r, off, tot) = (&t.records, t.offset, t.total);
-            let g = sg.create_group(name)?;
-            scalar_attr(&g, "n", &tot)?;
-            scalar_attr(&g, "n_u", &(r.n_u as u32))?;
-            scalar_attr(&g, "n_f", &(r.n_f as u32))?;
-            let path = |d: &str| format!("solver/{name}/{d}");
-            local_sum = local_sum.wrapping_add(sum_elems(&path("key"), off, r.keys.iter().copied()));
-            put(&g, "key", tot, 1, off, &r.keys)?;
-            if r.n_u > 0 {
-                local_sum = local_sum.wrapping_add(sum_elems(&path("u"), off * r.n_u as u64, r.u.iter().copied()));
-                put(&g, "u", tot, r.n_u, off, &r.u)?;
-            }
-            if r.n_f > 0 {
-                local_sum = local_sum.wrapping_add(sum_elems(&path("f"), off * r.n_f as u64, r.f.iter().map(|x| x.to_bits())));
-                put(&g, "f", tot, r.n_f, off, &r.f)?;
-            }
-        }
-        Ok(())
-    })()
-    .map_err(e("writing /solver"))?;
+    local_sum = local_sum.wrapping_add(write_tables(file, "solver", state_version, tables).map_err(e("writing /solver"))?);
+    local_sum = local_sum.wrapping_add(write_tables(file, "history", HISTORY_VERSION, history).map_err(e("writing /history"))?);
 
     let mut total_sum = 0u64;
     comm.all_reduce_into(&local_sum, &mut total_sum, SystemOperation::sum());
@@ -404,6 +400,80 @@ fn write_contents<C: Communicator>(
         file.flush()
     })()
     .map_err(e("finishing the checkpoint"))
+}
+
+/// (name, rows, n_u, n_f) of each table, for the checksum.
+fn shape_of(tables: &[(String, Redistributed)]) -> Vec<(String, u64, usize, usize)> {
+    tables.iter().map(|(n, r)| (n.clone(), r.total, r.records.n_u, r.records.n_f)).collect()
+}
+
+/// Writes named record tables under `/<group>` (collective); returns this
+/// rank's share of the checksum.
+fn write_tables(file: &hdf5::File, group: &str, version: u32, tables: &[(String, Redistributed)]) -> hdf5::Result<u64> {
+    let mut local_sum = 0u64;
+    let sg = file.create_group(group)?;
+    scalar_attr(&sg, "version", &version)?;
+    let names: Vec<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
+    str_attr(&sg, "tables", &names.join(","))?;
+    for (name, t) in tables {
+        let (r, off, tot) = (&t.records, t.offset, t.total);
+        let g = sg.create_group(name)?;
+        scalar_attr(&g, "n", &tot)?;
+        scalar_attr(&g, "n_u", &(r.n_u as u32))?;
+        scalar_attr(&g, "n_f", &(r.n_f as u32))?;
+        let path = |d: &str| format!("{group}/{name}/{d}");
+        local_sum = local_sum.wrapping_add(sum_elems(&path("key"), off, r.keys.iter().copied()));
+        put(&g, "key", tot, 1, off, &r.keys)?;
+        if r.n_u > 0 {
+            local_sum = local_sum.wrapping_add(sum_elems(&path("u"), off * r.n_u as u64, r.u.iter().copied()));
+            put(&g, "u", tot, r.n_u, off, &r.u)?;
+        }
+        if r.n_f > 0 {
+            local_sum = local_sum.wrapping_add(sum_elems(&path("f"), off * r.n_f as u64, r.f.iter().map(|x| x.to_bits())));
+            put(&g, "f", tot, r.n_f, off, &r.f)?;
+        }
+    }
+    Ok(local_sum)
+}
+
+/// Tables of `/<group>` as read by one rank: the version, this rank's slab
+/// of each table, each table's total rows, and the slabs' checksum share.
+struct ReadTables {
+    version: u32,
+    tables: Vec<(String, FlatRecords)>,
+    rows: Vec<(String, u64, usize, usize)>,
+    sum: u64,
+}
+
+fn read_tables(file: &hdf5::File, group: &str, rank: u64, size: u64) -> Result<ReadTables, String> {
+    let sg = file.group(group).map_err(|e| format!("group /{group}: {e}"))?;
+    let version: u32 = sg.attr("version").and_then(|a| a.read_scalar()).map_err(|e| format!("attribute {group}/version: {e}"))?;
+    let names = read_str_attr(&sg, "tables").map_err(|e| format!("attribute {group}/tables: {e}"))?;
+    let mut out = ReadTables { version, tables: Vec::new(), rows: Vec::new(), sum: 0 };
+    for name in names.split(',').filter(|n| !n.is_empty()) {
+        let g = sg.group(name).map_err(|e| format!("group /{group}/{name}: {e}"))?;
+        let attr = |a: &str| -> Result<u64, String> {
+            let v: hdf5::Result<u64> = g.attr(a).and_then(|x| x.read_scalar::<u64>().or_else(|_| x.read_scalar::<u32>().map(u64::from)));
+            v.map_err(|e| format!("/{group}/{name} attribute {a}: {e}"))
+        };
+        let (n, nu, nf) = (attr("n")?, attr("n_u")? as usize, attr("n_f")? as usize);
+        let (ta, tb) = slab(n, rank, size);
+        let path = |d: &str| format!("{group}/{name}/{d}");
+        let mut recs = FlatRecords::new(nu, nf);
+        recs.keys = rows::<u64>(&g, "key", n, 1, ta, tb)?;
+        out.sum = out.sum.wrapping_add(sum_elems(&path("key"), ta, recs.keys.iter().copied()));
+        if nu > 0 {
+            recs.u = rows::<u64>(&g, "u", n, nu, ta, tb)?;
+            out.sum = out.sum.wrapping_add(sum_elems(&path("u"), ta * nu as u64, recs.u.iter().copied()));
+        }
+        if nf > 0 {
+            recs.f = rows::<f64>(&g, "f", n, nf, ta, tb)?;
+            out.sum = out.sum.wrapping_add(sum_elems(&path("f"), ta * nf as u64, recs.f.iter().map(|x| x.to_bits())));
+        }
+        out.tables.push((name.to_string(), recs));
+        out.rows.push((name.to_string(), n, nu, nf));
+    }
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------
@@ -419,7 +489,7 @@ fn write_contents<C: Communicator>(
 /// and on the checksum.
 pub fn read_checkpoint<C: Communicator>(comm: &C, path: &Path) -> Result<Checkpoint, IoError> {
     let local = read_local(path, comm.rank() as u64, comm.size() as u64);
-    let (ck, local_sum, stored, state_rows) = agree(comm, local)?;
+    let (ck, local_sum, stored, shapes_of) = agree(comm, local)?;
     let mut total = 0u64;
     comm.all_reduce_into(&local_sum, &mut total, SystemOperation::sum());
     let sc = Scalars {
@@ -431,7 +501,9 @@ pub fn read_checkpoint<C: Communicator>(comm: &C, path: &Path) -> Result<Checkpo
         time: ck.time,
         dt: ck.dt,
         n_bodies: ck.n_bodies,
-        state: (ck.state.version, ck.state.tables.iter().map(|(n, r)| (n.clone(), state_rows[n.as_str()], r.n_u, r.n_f)).collect()),
+        state: (ck.state.version, shapes_of.state),
+        history: shapes_of.history,
+        format_version: shapes_of.format_version,
         shapes: &ck.shapes,
         shape_names: &ck.shape_names,
     };
@@ -468,7 +540,7 @@ fn rows<T: hdf5::H5Type + Copy>(g: &hdf5::Group, name: &str, n: u64, cols: usize
     Ok(v)
 }
 
-type LocalRead = (Checkpoint, u64, u64, std::collections::HashMap<String, u64>);
+type LocalRead = (Checkpoint, u64, u64, TableShapes);
 
 fn read_local(path: &Path, rank: u64, size: u64) -> Result<LocalRead, IoError> {
     if let Err(e) = std::fs::metadata(path) {
@@ -491,11 +563,11 @@ fn read_local(path: &Path, rank: u64, size: u64) -> Result<LocalRead, IoError> {
     let version = read_str_attr(&file, "version").map_err(attr_err("version"))?;
     // Files before format_version kept the fixed-width /history (format 1).
     let format_version: u32 = file.attr("format_version").and_then(|a| a.read_scalar()).unwrap_or(1);
-    if format_version != FORMAT_VERSION {
+    if !(OLDEST_READ..=FORMAT_VERSION).contains(&format_version) {
         return Err(IoError::Invalid {
             path: path.to_path_buf(),
             what: format!(
-                "checkpoint format version {format_version} (written by stiffgrain {version}) cannot be read by this build, which reads format version {FORMAT_VERSION}; restart it with the stiffgrain that wrote it, or start the run again"
+                "checkpoint format version {format_version} (written by stiffgrain {version}) cannot be read by this build, which reads format versions {OLDEST_READ} to {FORMAT_VERSION}; restart it with the stiffgrain that wrote it, or start the run again"
             ),
         });
     }
@@ -557,34 +629,18 @@ fn read_local(path: &Path, rank: u64, size: u64) -> Result<LocalRead, IoError> {
         });
     }
 
-    let sg = file.group("solver").map_err(|e| c(format!("group /solver: {e}")))?;
-    let state_version: u32 = sg.attr("version").and_then(|a| a.read_scalar()).map_err(attr_err("solver/version"))?;
-    let names = read_str_attr(&sg, "tables").map_err(attr_err("solver/tables"))?;
-    let mut state = SolverState::new(state_version);
-    let mut state_rows = std::collections::HashMap::new();
-    for name in names.split(',').filter(|n| !n.is_empty()) {
-        let g = sg.group(name).map_err(|e| c(format!("group /solver/{name}: {e}")))?;
-        let attr = |a: &str| -> Result<u64, IoError> {
-            let v: hdf5::Result<u64> = g.attr(a).and_then(|x| x.read_scalar::<u64>().or_else(|_| x.read_scalar::<u32>().map(u64::from)));
-            v.map_err(|e| c(format!("/solver/{name} attribute {a}: {e}")))
-        };
-        let (n, nu, nf) = (attr("n")?, attr("n_u")? as usize, attr("n_f")? as usize);
-        let (ta, tb) = slab(n, rank, size);
-        let path = |d: &str| format!("solver/{name}/{d}");
-        let mut recs = FlatRecords::new(nu, nf);
-        recs.keys = rows::<u64>(&g, "key", n, 1, ta, tb).map_err(c)?;
-        sum = sum.wrapping_add(sum_elems(&path("key"), ta, recs.keys.iter().copied()));
-        if nu > 0 {
-            recs.u = rows::<u64>(&g, "u", n, nu, ta, tb).map_err(c)?;
-            sum = sum.wrapping_add(sum_elems(&path("u"), ta * nu as u64, recs.u.iter().copied()));
-        }
-        if nf > 0 {
-            recs.f = rows::<f64>(&g, "f", n, nf, ta, tb).map_err(c)?;
-            sum = sum.wrapping_add(sum_elems(&path("f"), ta * nf as u64, recs.f.iter().map(|x| x.to_bits())));
-        }
-        state.push(name, recs);
-        state_rows.insert(name.to_string(), n);
+    let solver_tables = read_tables(&file, "solver", rank, size).map_err(&c)?;
+    let history_tables = if format_version >= 3 {
+        read_tables(&file, "history", rank, size).map_err(&c)?
+    } else {
+        ReadTables { version: HISTORY_VERSION, tables: Vec::new(), rows: Vec::new(), sum: 0 }
+    };
+    if history_tables.version != HISTORY_VERSION {
+        return Err(c(format!("/history version {} (this build reads {HISTORY_VERSION})", history_tables.version)));
     }
+    sum = sum.wrapping_add(solver_tables.sum).wrapping_add(history_tables.sum);
+    let state = SolverState { version: solver_tables.version, tables: solver_tables.tables };
+    let shapes_of = TableShapes { state: solver_tables.rows, history: history_tables.rows, format_version };
 
     let ck = Checkpoint {
         path: path.to_path_buf(),
@@ -601,8 +657,16 @@ fn read_local(path: &Path, rank: u64, size: u64) -> Result<LocalRead, IoError> {
         body_offset: a,
         n_bodies,
         state,
+        history: history_tables.tables,
     };
-    Ok((ck, sum, stored, state_rows))
+    Ok((ck, sum, stored, shapes_of))
+}
+
+/// What the checksum of a file read needs beyond the [`Checkpoint`].
+struct TableShapes {
+    state: Vec<(String, u64, usize, usize)>,
+    history: Vec<(String, u64, usize, usize)>,
+    format_version: u32,
 }
 
 /// Reads `/shapes/0..` in index order.

@@ -9,6 +9,7 @@ use crate::body::{Bodies, Shape};
 use crate::scene::Periodic;
 use mpi::traits::*;
 use nalgebra::Vector3;
+use std::collections::HashMap;
 
 /// PETSc numbering: owned bodies are contiguous per rank, body `i < n_owned`
 /// has global index `offset + i`; ghosts carry their owner's index.
@@ -27,19 +28,21 @@ pub struct Layout {
 }
 
 /// Sends every owned body whose centre is now in another rank's box to that
-/// rank; drops ghosts. Owned bodies end sorted by id. Returns the number of
-/// bodies this rank sent away.
-pub fn migrate(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize) -> usize {
+/// rank; drops ghosts. Owned bodies end sorted by id. Returns the bodies this
+/// rank sent away, by id with their new rank (their history follows them).
+pub fn migrate(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize) -> HashMap<u64, usize> {
     bodies.truncate(n_owned);
     let me = comm.rank() as usize;
     let mut out = FlatRecords::new(BODY_NU, BODY_NF);
     let mut dest = Vec::new();
     let mut leaving = vec![false; n_owned];
+    let mut departed = HashMap::new();
     for (i, leave) in leaving.iter_mut().enumerate() {
         let r = domain.owner(&bodies.position[i]);
         if r != me {
             push_body(&mut out, bodies, i);
             dest.push(r);
+            departed.insert(bodies.id[i], r);
             *leave = true;
         }
     }
@@ -54,7 +57,7 @@ pub fn migrate(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize
         bodies.push(body_from_row(&received, i));
     }
     bodies.sort_by_id();
-    dest.len()
+    departed
 }
 
 /// Builds the ghost lists and appends the ghosts: a body is copied to every
