@@ -2,15 +2,17 @@
 //! `scene` runs the steps in a fixed order, so a config with several
 //! mistakes is always refused for the same (first) one.
 mod checks;
+mod dem;
+mod ignored;
 mod shapes;
 mod solvers;
 mod sources;
 
 use super::schema::*;
-use super::ConfigError;
+use super::{ConfigError, Ignored};
 use crate::body::{Bodies, Body, Shape};
 use crate::scene::sources::Source;
-use crate::scene::{ContactSettings, Material, Output, Scene, Simulation, SolverKind, Wall, WallMotion};
+use crate::scene::{ContactSettings, Material, Output, Scene, Simulation, Wall, WallMotion};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use shapes::Names;
 
@@ -22,6 +24,9 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     fn err(&self, key: impl Into<String>, msg: impl Into<String>) -> ConfigError {
         ConfigError::new(self.file, key, msg)
+    }
+    fn warn(&self, message: String) -> Ignored {
+        Ignored { file: self.file.to_string(), message }
     }
     fn positive(&self, key: &str, v: f64) -> Result<f64, ConfigError> {
         if v.is_finite() && v > 0.0 {
@@ -46,7 +51,8 @@ impl Ctx<'_> {
     }
 }
 
-pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, ConfigError> {
+/// The scene, and the settings its solver does not read.
+pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<(Scene, Vec<Ignored>), ConfigError> {
     let c = Ctx { file };
     let simulation = simulation(&c, &cfg.simulation)?;
     let materials = shapes::materials(&c, &cfg.material)?;
@@ -62,21 +68,18 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
     let walls = walls(&c, &cfg, &names)?;
     checks::check_overlaps(&c, &bodies, &shapes, &walls, &origin)?;
     let output = output(&c, &cfg.output)?;
-    let solver = solvers::solver_settings(&c, &cfg.solver)?;
+    let solver = solvers::solver_settings(&c, &cfg.solver, simulation.solver)?;
     let contact = contact(&c, &cfg.contact, &shapes)?;
     let imbalance = cfg.parallel.imbalance;
     if !(imbalance.is_finite() && imbalance >= 1.0) {
         return Err(c.err("parallel.imbalance", format!("must be a number of at least 1, got {imbalance}")));
     }
-    let m_max = heaviest_moving_mass(&bodies, &sources, &materials, &shapes);
-    let dem = solvers::dem_settings(&c, &cfg.dem, &simulation, m_max, &contact)?;
-    if simulation.solver == SolverKind::Dem {
-        solvers::check_dem_gaps(&c, &bodies, &shapes, &walls, &origin, &sources)?;
-    }
-    let compat = solvers::compat_settings(&c, &cfg.compatibility, &cfg.material)?;
+    let start = solvers::Start { bodies: &bodies, origin: &origin, sources: &sources, shapes: &shapes, materials: &materials, walls: &walls };
+    let owned = solvers::owned(&c, &cfg, &simulation, &contact, &start)?;
     let loads = checks::loads(&c, &cfg.load, &simulation, &bodies, &sources)?;
     let periodic = checks::periodic(&c, &cfg.parallel, &bodies, &shapes, &contact, &sources)?;
-    Ok(Scene {
+    let ignored = ignored::ignored(&c, &cfg, &config_text);
+    let scene = Scene {
         simulation,
         materials,
         shapes,
@@ -89,11 +92,13 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<Scene, Conf
         contact,
         imbalance,
         periodic,
-        dem,
-        compat,
+        dem: owned.dem,
+        compat: owned.compat,
+        stiffness_pairs: owned.stiffness_pairs,
         loads,
         config_text,
-    })
+    };
+    Ok((scene, ignored))
 }
 
 /// `[simulation]`.
@@ -250,18 +255,4 @@ fn contact(c: &Ctx, cfg: &ContactCfg, shapes: &[Shape]) -> Result<ContactSetting
         },
         entity_lists: cfg.entity_lists.unwrap_or(true),
     })
-}
-
-/// The heaviest moving body, explicit or generated (files: their `shape`).
-fn heaviest_moving_mass(bodies: &Bodies, sources: &[Source], materials: &[Material], shapes: &[Shape]) -> f64 {
-    let mut m_max = (0..bodies.len()).filter(|&i| !bodies.fixed[i]).map(|i| bodies.mass[i]).fold(0.0, f64::max);
-    for src in sources.iter().filter(|s| !s.fixed) {
-        let mats = src.parity.map_or(vec![src.material], |m| m.to_vec());
-        for &sh in &src.classes.shape {
-            for &m in &mats {
-                m_max = m_max.max(materials[m as usize].density * shapes[sh as usize].unit_mass_properties().volume);
-            }
-        }
-    }
-    m_max
 }

@@ -1,16 +1,23 @@
-//! The settings each solver owns: `[solver]` (cd, compatible-cd), `[dem]`,
-//! `[compatibility]`, and the DEM's own start checks.
-use super::Ctx;
+//! Which settings each solver owns, resolved only for the solver that runs
+//! the scene: `[solver]` (cd, compatible-cd), `[compatibility]`
+//! (compatible-cd; its `stiffness` pairs also for the DEM's
+//! `pair_stiffness`), `[dem]` (see `dem.rs`).
+use super::{dem, Ctx};
 use crate::body::{Bodies, Shape};
 use crate::config::schema::*;
 use crate::config::ConfigError;
-use crate::scene::sources::{Source, SourceKind};
-use crate::scene::{generate, CompatSettings, ContactSettings, DemSettings, Simulation, SolverKind, SolverSettings, Wall};
+use crate::scene::sources::Source;
+use crate::scene::{CompatSettings, ContactSettings, DemSettings, Material, Simulation, SolverKind, SolverOwned, SolverSettings, Wall};
 use std::collections::HashMap;
 
-/// `[solver]` -> [`SolverSettings`].
-pub(super) fn solver_settings(c: &Ctx, cfg: &SolverCfg) -> Result<SolverSettings, ConfigError> {
-    Ok(SolverSettings {
+type StiffnessPairs = Vec<((u32, u32), f64)>;
+
+/// `[solver]` -> [`SolverSettings`], for the solvers that take a CD step.
+pub(super) fn solver_settings(c: &Ctx, cfg: &SolverCfg, solver: SolverKind) -> Result<SolverOwned<SolverSettings>, ConfigError> {
+    if solver == SolverKind::Dem {
+        return Ok(SolverOwned::unused("[solver]"));
+    }
+    let settings = SolverSettings {
         tolerance: c.positive("solver.tolerance", cfg.tolerance)?,
         max_iterations: match cfg.max_iterations {
             0 => return Err(c.err("solver.max_iterations", "must be at least 1")),
@@ -18,12 +25,57 @@ pub(super) fn solver_settings(c: &Ctx, cfg: &SolverCfg) -> Result<SolverSettings
         },
         method: cfg.method,
         pgs_order: cfg.pgs_order,
-    })
+    };
+    Ok(SolverOwned::resolved("[solver]", settings))
 }
 
-/// `[compatibility]` -> [`CompatSettings`].
-pub(super) fn compat_settings(c: &Ctx, cfg: &CompatibilityCfg, materials: &[MaterialCfg]) -> Result<CompatSettings, ConfigError> {
-    let mat_index: HashMap<&str, u32> = materials.iter().enumerate().map(|(i, m)| (m.name.as_str(), i as u32)).collect();
+/// What the DEM's defaults and start checks look at.
+pub(super) struct Start<'a> {
+    pub bodies: &'a Bodies,
+    /// The config entry of each explicit body.
+    pub origin: &'a [String],
+    pub sources: &'a [Source],
+    pub shapes: &'a [Shape],
+    pub materials: &'a [Material],
+    pub walls: &'a [Wall],
+}
+
+/// The `[dem]` and `[compatibility]` settings, resolved for the solver
+/// that owns them.
+pub(super) struct Owned {
+    pub dem: SolverOwned<DemSettings>,
+    pub compat: SolverOwned<CompatSettings>,
+    pub stiffness_pairs: StiffnessPairs,
+}
+
+pub(super) fn owned(c: &Ctx, cfg: &Config, sim: &Simulation, contact: &ContactSettings, start: &Start) -> Result<Owned, ConfigError> {
+    let mut out = Owned {
+        dem: SolverOwned::unused("[dem]"),
+        compat: SolverOwned::unused("[compatibility]"),
+        stiffness_pairs: Vec::new(),
+    };
+    match sim.solver {
+        SolverKind::Cd => {}
+        SolverKind::CompatibleCd => {
+            let (settings, pairs) = compat_settings(c, &cfg.compatibility, &cfg.material)?;
+            out.compat = SolverOwned::resolved("[compatibility]", settings);
+            out.stiffness_pairs = pairs;
+        }
+        SolverKind::Dem => {
+            let m_max = dem::heaviest_moving_mass(start.bodies, start.sources, start.materials, start.shapes);
+            let settings = dem::dem_settings(c, &cfg.dem, sim, m_max, contact)?;
+            dem::check_dem_gaps(c, start.bodies, start.shapes, start.walls, start.origin, start.sources)?;
+            if settings.pair_stiffness {
+                out.stiffness_pairs = stiffness_pairs(c, &cfg.compatibility.stiffness, &cfg.material)?;
+            }
+            out.dem = SolverOwned::resolved("[dem]", settings);
+        }
+    }
+    Ok(out)
+}
+
+/// `[compatibility]` -> [`CompatSettings`] and the pairs' relative stiffness.
+fn compat_settings(c: &Ctx, cfg: &CompatibilityCfg, materials: &[MaterialCfg]) -> Result<(CompatSettings, StiffnessPairs), ConfigError> {
     let d = CompatSettings::default();
     let p = match (cfg.law, cfg.p) {
         (Some(_), Some(_)) => return Err(c.err("compatibility.p", "give either `law` or `p`, not both")),
@@ -46,8 +98,28 @@ pub(super) fn compat_settings(c: &Ctx, cfg: &CompatibilityCfg, materials: &[Mate
         Some(n) => Ok(n),
         None => Ok(dflt),
     };
+    let pair_stiffness = stiffness_pairs(c, &cfg.stiffness, materials)?;
+    let method = cfg.method.unwrap_or_default();
+    let max_default = if method == crate::scene::CompatMethod::Apgd { 200_000 } else { d.max_iterations };
+    let settings = CompatSettings {
+        p,
+        method,
+        max_iterations: count("compatibility.max_iterations", cfg.max_iterations, max_default)?,
+        every,
+        feasibility_tolerance: tol("compatibility.feasibility_tolerance", cfg.feasibility_tolerance, d.feasibility_tolerance)?,
+        optimality_tolerance: tol("compatibility.optimality_tolerance", cfg.optimality_tolerance, d.optimality_tolerance)?,
+        max_outer: count("compatibility.max_outer", cfg.max_outer, d.max_outer)?,
+        max_inner: count("compatibility.max_inner", cfg.max_inner, d.max_inner)?,
+    };
+    Ok((settings, pair_stiffness))
+}
+
+/// `[[compatibility.stiffness]]` -> relative stiffness of material pairs
+/// (indices sorted), each pair once.
+fn stiffness_pairs(c: &Ctx, cfg: &[StiffnessCfg], materials: &[MaterialCfg]) -> Result<StiffnessPairs, ConfigError> {
+    let mat_index: HashMap<&str, u32> = materials.iter().enumerate().map(|(i, m)| (m.name.as_str(), i as u32)).collect();
     let mut pair_stiffness = Vec::new();
-    for (i, s) in cfg.stiffness.iter().enumerate() {
+    for (i, s) in cfg.iter().enumerate() {
         let key = |f: &str| format!("compatibility.stiffness[{i}].{f}");
         let mut m = [0u32; 2];
         for (j, name) in s.materials.iter().enumerate() {
@@ -63,177 +135,5 @@ pub(super) fn compat_settings(c: &Ctx, cfg: &CompatibilityCfg, materials: &[Mate
         }
         pair_stiffness.push((pair, c.positive(&key("k"), s.k)?));
     }
-    let method = cfg.method.unwrap_or_default();
-    let max_default = if method == crate::scene::CompatMethod::Apgd { 200_000 } else { d.max_iterations };
-    Ok(CompatSettings {
-        p,
-        method,
-        max_iterations: count("compatibility.max_iterations", cfg.max_iterations, max_default)?,
-        every,
-        feasibility_tolerance: tol("compatibility.feasibility_tolerance", cfg.feasibility_tolerance, d.feasibility_tolerance)?,
-        optimality_tolerance: tol("compatibility.optimality_tolerance", cfg.optimality_tolerance, d.optimality_tolerance)?,
-        max_outer: count("compatibility.max_outer", cfg.max_outer, d.max_outer)?,
-        max_inner: count("compatibility.max_inner", cfg.max_inner, d.max_inner)?,
-        pair_stiffness,
-    })
-}
-
-/// Resolves the `[dem]` table; defaults derived from the scene.
-pub(super) fn dem_settings(
-    c: &Ctx,
-    d: &DemCfg,
-    sim: &Simulation,
-    m_max: f64,
-    contact: &ContactSettings,
-) -> Result<DemSettings, ConfigError> {
-    let opt = |key: &str, v: Option<f64>, default: f64| -> Result<f64, ConfigError> {
-        match v {
-            Some(v) => c.positive(key, v),
-            None => Ok(default),
-        }
-    };
-    if contact.distance <= 0.0 && d.gbar.is_none() {
-        return Err(c.err("dem.gbar", "needs contact.distance > 0 (or an explicit dem.gbar)"));
-    }
-    let gbar = opt("dem.gbar", d.gbar, 0.5 * contact.distance)?;
-    if gbar > contact.distance && sim.solver == SolverKind::Dem {
-        return Err(c.err("dem.gbar", format!("must not exceed contact.distance = {} (contacts would act before they are detected)", contact.distance)));
-    }
-    let f = opt("dem.f", d.f, 0.5)?;
-    if f >= 1.0 {
-        return Err(c.err("dem.f", format!("must lie in (0, 1), got {f}")));
-    }
-    let n1 = opt("dem.n1", d.n1, 1.5)?;
-    if n1 < 1.0 {
-        return Err(c.err("dem.n1", format!("must be at least 1, got {n1}")));
-    }
-    let n2 = d.n2.unwrap_or(-2.0);
-    if !(n2.is_finite() && n2 < 0.0) {
-        return Err(c.err("dem.n2", format!("must be negative (a barrier), got {n2}")));
-    }
-    let m_max = if m_max > 0.0 { m_max } else { 1.0 };
-    let weight = m_max * sim.gravity.norm().max(1.0);
-    let eps1 = opt("dem.eps1", d.eps1, 100.0 * weight / (gbar * (1.0 - f)).powf(n1))?;
-    let damping = c.non_negative("dem.damping", d.damping.unwrap_or(0.0))?;
-    let damping_cap = d.damping_cap.map(|k| c.non_negative("dem.damping_cap", k)).transpose()?.unwrap_or(f64::INFINITY);
-    let k_switch = eps1 * n1 * (gbar * (1.0 - f)).powf(n1 - 1.0);
-    let eps_t = opt("dem.eps_t", d.eps_t, k_switch)?;
-    let damping_t = c.non_negative("dem.damping_t", d.damping_t.unwrap_or(0.0))?;
-    let beta = opt("dem.beta", d.beta, 0.3)?;
-    let gamma = opt("dem.gamma", d.gamma, 0.5)?;
-    if beta > 0.5 || gamma > 1.0 {
-        return Err(c.err("dem.beta", format!("Newmark needs 0 < beta <= 0.5 and 0 < gamma <= 1, got {beta}, {gamma}")));
-    }
-    let dt_max = opt("dem.dt_max", d.dt_max, sim.dt)?;
-    let dt_min = opt("dem.dt_min", d.dt_min, dt_max / 1024.0)?;
-    if dt_min > dt_max {
-        return Err(c.err("dem.dt_min", format!("must not exceed dem.dt_max = {dt_max}")));
-    }
-    let newton_tolerance = opt("dem.newton_tolerance", d.newton_tolerance, 1e-10 * weight)?;
-    let newton_max_iterations = match d.newton_max_iterations {
-        Some(0) => return Err(c.err("dem.newton_max_iterations", "must be at least 1")),
-        Some(n) => n,
-        None => 30,
-    };
-    let gap_fraction = opt("dem.gap_fraction", d.gap_fraction, 0.1)?;
-    if gap_fraction >= 1.0 {
-        return Err(c.err("dem.gap_fraction", format!("must lie in (0, 1), got {gap_fraction}")));
-    }
-    let gap_change = opt("dem.gap_change", d.gap_change, 0.2)?;
-    let easy_iterations = d.easy_iterations.unwrap_or(4);
-    if easy_iterations >= newton_max_iterations {
-        return Err(c.err("dem.easy_iterations", format!("must be below dem.newton_max_iterations = {newton_max_iterations}, got {easy_iterations}")));
-    }
-    Ok(DemSettings {
-        gbar,
-        f,
-        eps1,
-        n1,
-        n2,
-        damping,
-        damping_cap,
-        eps_t,
-        damping_t,
-        beta,
-        gamma,
-        dt_min,
-        dt_max,
-        newton_tolerance,
-        newton_max_iterations,
-        gap_fraction,
-        gap_change,
-        easy_iterations,
-        tangent: d.tangent.unwrap_or_default(),
-        pair_stiffness: d.pair_stiffness.unwrap_or(false),
-        closed_depth: d.closed_depth.unwrap_or_default(),
-        line_search: d.line_search.unwrap_or_default(),
-        first_tangent: d.first_tangent.unwrap_or_default(),
-    })
-}
-
-/// The barrier law cannot start from touching bodies: for solver = "dem"
-/// every pair of spheres and every sphere–wall pair must start with a
-/// positive gap, and no generator may place touching neighbours. Lists the
-/// offending pairs by id.
-pub(super) fn check_dem_gaps(
-    c: &Ctx,
-    bodies: &Bodies,
-    shapes: &[Shape],
-    walls: &[Wall],
-    origin: &[String],
-    sources: &[Source],
-) -> Result<(), ConfigError> {
-    let radius = |i: usize| match shapes[bodies.shape[i] as usize] {
-        Shape::Sphere { radius } => Some(radius),
-        Shape::Mesh(_) => None,
-    };
-    let spheres: Vec<usize> = (0..bodies.len()).filter(|&i| radius(i).is_some()).collect();
-    let mut pairs: Vec<String> = Vec::new();
-    let mut first = None;
-    for (a, b) in generate::close_pairs(&spheres.iter().map(|&i| (bodies.position[i], radius(i).unwrap())).collect::<Vec<_>>()) {
-        let (i, j) = (spheres[a], spheres[b]);
-        let gap = (bodies.position[i] - bodies.position[j]).norm() - radius(i).unwrap() - radius(j).unwrap();
-        if gap <= 0.0 && !(bodies.fixed[i] && bodies.fixed[j]) {
-            pairs.push(format!("{}-{}", bodies.id[i].min(bodies.id[j]), bodies.id[i].max(bodies.id[j])));
-            first.get_or_insert(j);
-        }
-    }
-    for (w, wall) in walls.iter().enumerate() {
-        for &i in &spheres {
-            let d = (bodies.position[i] - wall.point).dot(&wall.normal) - radius(i).unwrap();
-            if d <= 0.0 && !bodies.fixed[i] {
-                pairs.push(format!("{}-wall[{w}]", bodies.id[i]));
-                first.get_or_insert(i);
-            }
-        }
-    }
-    if let Some(i) = first {
-        let shown: Vec<&str> = pairs.iter().take(20).map(|s| s.as_str()).collect();
-        return Err(c.err(
-            &origin[i],
-            format!(
-                "solver = \"dem\" needs a positive initial gap between all bodies (set `gap` > 0 in the generators); {} touching or overlapping pair(s): {}{}",
-                pairs.len(),
-                shown.join(", "),
-                if pairs.len() > 20 { ", ..." } else { "" }
-            ),
-        ));
-    }
-    if let Some(src) = sources.iter().find(|s| touching_by_construction(s)) {
-        return Err(c.err(
-            format!("{}.gap", src.key),
-            "solver = \"dem\" needs a positive initial gap between all bodies (set `gap` > 0 in the generators): neighbours of this generator touch",
-        ));
-    }
-    Ok(())
-}
-
-/// Lattices and pyramids without a gap place touching neighbours.
-fn touching_by_construction(s: &Source) -> bool {
-    match &s.kind {
-        SourceKind::Lattice { n, spacing, checked: None, .. } => *spacing <= 2.0 * s.classes.max() && !s.fixed && n.iter().any(|&k| k > 1),
-        SourceKind::Lattice { n, checked: Some(gap), .. } => *gap <= 0.0 && !s.fixed && n.iter().any(|&k| k > 1),
-        SourceKind::Pyramid { n, radius, gap, .. } => *gap <= 0.0 && *n > 1 && !s.fixed && *radius > 0.0,
-        _ => false,
-    }
+    Ok(pair_stiffness)
 }
