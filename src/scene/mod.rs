@@ -1,6 +1,7 @@
 //! The resolved scene a run starts from: everything the solvers need, nothing
 //! TOML-specific. Built by `config` (validation) through the generators here.
 pub mod generate;
+pub mod memory;
 pub mod sources;
 use crate::body::{Bodies, Shape};
 use nalgebra::Vector3;
