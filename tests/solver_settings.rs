@@ -97,3 +97,16 @@ fn dem_table_under_dem_does_not_warn() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(lines_with(&stderr, "ignored").is_empty(), "{stderr}");
 }
+
+#[test]
+fn a_bad_value_is_the_only_line_even_beside_an_ignored_table() {
+    // Warnings come with a valid scene only: bad input stays one line, status 2.
+    let dir = tempfile::tempdir().unwrap();
+    let text = scene("cd", "[dem]\ndamping = 0.5\n").replace("radius = 0.5", "radius = -0.5");
+    let (code, stderr) = run(dir.path(), 2, &text);
+    assert_eq!(code, Some(2), "{stderr}");
+    // (mpirun adds its own lines about the status.)
+    assert_eq!(lines_with(&stderr, "scene.toml").len(), 1, "{stderr}");
+    assert_eq!(lines_with(&stderr, "scene.toml: shape[0].radius: must be a positive number").len(), 1, "{stderr}");
+    assert!(lines_with(&stderr, "ignored").is_empty(), "{stderr}");
+}
