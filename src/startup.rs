@@ -20,6 +20,7 @@ use crate::parallel::{exchange, memory, Comm};
 use crate::scene::generate::{self, orientation_at};
 use crate::scene::sources::{checked_lattice_in, lattice_in, pyramid_in, fill_cell, CellGrid, FileFormat, Packing, Source, SourceKind};
 use crate::scene::{Scene, SolverKind};
+pub use crate::scene::memory::{human, MemoryEstimate, BASE_BYTES, BYTES_PER_BODY, BYTES_PER_CONTACT, CONTACTS_PER_BODY};
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use nalgebra::Vector3;
@@ -40,37 +41,8 @@ pub struct Startup {
     pub max_held: u64,
 }
 
-/// Bytes a body costs on its owner at the peak of a CD step, from the heap
-/// profile in BENCHMARKS.md ("Where the memory of a CD step goes"): the
-/// `Bodies` arrays 222, the neighbour reference and global index 32, the
-/// Verlet list's copies and cells 52, M⁻¹ blocks 96, B's two body vectors 96.
-pub const BYTES_PER_BODY: u64 = 222 + 32 + 52 + 96 + 96;
-/// Bytes per contact at that peak: `Contacts` 164, B's row halves and
-/// indices in the solver 116, B in PETSc 44, APGD's contact vectors 107,
-/// the warm start 40, Verlet candidate pairs 27.
-pub const BYTES_PER_CONTACT: u64 = 164 + 116 + 44 + 107 + 40 + 27;
-/// Contacts per body in a dense packing of spheres: six neighbours, each
-/// contact held once (the measured lattice has 1.8).
-pub const CONTACTS_PER_BODY: u64 = 3;
-/// Memory of a rank before any body: MPI, PETSc, HDF5, the binary.
-pub const BASE_BYTES: u64 = 64 << 20;
 /// Distinct radii a text file may have (one sphere shape each).
 const MAX_FILE_RADII: usize = 1024;
-
-/// The distributed memory layout of a scene.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MemoryEstimate {
-    pub bodies: u64,
-    pub ranks: usize,
-    /// Bytes per body including its share of contacts.
-    pub bytes_per_body: u64,
-    /// Owned plus ghost bodies of the average rank.
-    pub bodies_per_rank: u64,
-    pub bytes_per_rank: u64,
-    /// This node's memory and the ranks sharing it.
-    pub node_memory: Option<u64>,
-    pub ranks_on_node: usize,
-}
 
 /// Collective on `comm`: the lowest rank's error, on every rank.
 fn first_error(comm: &Comm, e: Option<String>) -> Result<(), StartupError> {
@@ -151,17 +123,6 @@ pub fn estimate(comm: &Comm, scene: &Scene) -> MemoryEstimate {
         node_memory: memory::node_memory(),
         ranks_on_node: memory::ranks_on_node(comm),
     }
-}
-
-/// Bytes as kB, MB, GB, TB, PB.
-pub fn human(bytes: u64) -> String {
-    let b = bytes as f64;
-    for (unit, scale) in [("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6)] {
-        if b >= scale {
-            return format!("{:.1} {unit}", b / scale);
-        }
-    }
-    format!("{:.1} kB", b / 1e3)
 }
 
 /// Collective: refuses (before anything is allocated) a scene whose

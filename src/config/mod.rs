@@ -26,6 +26,20 @@ impl ConfigError {
     }
 }
 
+/// A setting the scene's solver does not read: the scene runs, and the
+/// line is printed once as a warning (rank 0, like every log line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ignored {
+    pub file: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Ignored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.file, self.message)
+    }
+}
+
 /// Reads `path`, applies `overrides` (`KEY=VALUE`, dotted keys, `[i]` or `.i`
 /// for array entries) and validates the result into a scene.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Scene, ConfigError> {
@@ -57,8 +71,18 @@ pub fn apply_overrides(label: &str, text: &str, overrides: &[String]) -> Result<
     toml::to_string(&table).map_err(|e| ConfigError::new(label, "(file)", format!("cannot serialise: {e}")))
 }
 
-/// Validates resolved TOML text into a scene; `path` names the file in errors.
+/// Validates resolved TOML text into a scene; `path` names the file in
+/// errors. Settings the solver does not read are logged as warnings.
 pub fn from_resolved_text(path: &Path, text: &str) -> Result<Scene, ConfigError> {
+    let (scene, ignored) = validated(path, text)?;
+    for w in &ignored {
+        log::warn!("{w}");
+    }
+    Ok(scene)
+}
+
+/// The scene of resolved TOML text and the settings its solver ignores.
+fn validated(path: &Path, text: &str) -> Result<(Scene, Vec<Ignored>), ConfigError> {
     let file = path.display().to_string();
     let de = toml::Deserializer::new(text);
     let cfg: schema::Config = serde_path_to_error::deserialize(de).map_err(|e| {

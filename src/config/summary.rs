@@ -1,11 +1,12 @@
 //! The human summary printed by `stiffgrain check`.
+use crate::scene::memory::{human, MemoryEstimate, CONTACTS_PER_BODY};
 use crate::scene::Scene;
 use std::fmt::Write;
 
 /// Bodies per shape, total mass, bounding box and the memory estimate of
-/// the distributed layout (`startup::estimate`). Generated bodies are
+/// the distributed layout (made by `startup::estimate`). Generated bodies are
 /// counted by their sources (radius classes: expected numbers).
-pub fn summary(scene: &Scene, mem: &crate::startup::MemoryEstimate) -> String {
+pub fn summary(scene: &Scene, mem: &MemoryEstimate) -> String {
     let b = &scene.bodies;
     let ranks = mem.ranks;
     let mut s = String::new();
@@ -72,14 +73,14 @@ pub fn summary(scene: &Scene, mem: &crate::startup::MemoryEstimate) -> String {
             );
         }
     }
-    let h = crate::startup::human;
+    let h = human;
     let _ = writeln!(
         s,
         "memory       ~{} per rank on {ranks} rank(s): {} bodies per rank with ghosts x ~{} bytes (with {} contacts each), ~{} in total",
         h(mem.bytes_per_rank),
         mem.bodies_per_rank,
         mem.bytes_per_body,
-        crate::startup::CONTACTS_PER_BODY,
+        CONTACTS_PER_BODY,
         h(mem.bytes_per_rank.saturating_mul(ranks as u64))
     );
     if let Some(node) = mem.node_memory {

@@ -1,6 +1,7 @@
 //! The resolved scene a run starts from: everything the solvers need, nothing
 //! TOML-specific. Built by `config` (validation) through the generators here.
 pub mod generate;
+pub mod memory;
 pub mod sources;
 use crate::body::{Bodies, Shape};
 use nalgebra::Vector3;
@@ -204,9 +205,6 @@ pub struct CompatSettings {
     pub max_outer: u32,
     /// APGD iterations per subproblem.
     pub max_inner: u32,
-    /// Relative stiffness k̃ of material pairs (indices sorted), from
-    /// `[[compatibility.stiffness]]`.
-    pub pair_stiffness: Vec<((u32, u32), f64)>,
 }
 
 impl Default for CompatSettings {
@@ -220,12 +218,49 @@ impl Default for CompatSettings {
             optimality_tolerance: 1e-10,
             max_outer: 60,
             max_inner: 20_000,
-            pair_stiffness: Vec::new(),
         }
     }
 }
 
-/// Solver tolerances and limits shared by the solvers.
+/// Settings that only the solver owning them reads (`[solver]`, `[dem]`,
+/// `[compatibility]`). Config resolves them only when that solver runs the
+/// scene, so their defaults never have to make sense for a scene another
+/// solver runs (the DEM's activation gap needs contact.distance > 0, CD
+/// does not). Reading them under another solver is a bug: it panics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SolverOwned<T> {
+    /// The table they come from, to name it if read by the wrong solver.
+    table: &'static str,
+    settings: Option<T>,
+}
+
+impl<T> SolverOwned<T> {
+    /// Settings of the solver that runs the scene.
+    pub fn resolved(table: &'static str, settings: T) -> Self {
+        Self { table, settings: Some(settings) }
+    }
+
+    /// The settings of a solver that does not run the scene.
+    pub fn unused(table: &'static str) -> Self {
+        Self { table, settings: None }
+    }
+
+    pub fn get(&self) -> Option<&T> {
+        self.settings.as_ref()
+    }
+}
+
+impl<T> std::ops::Deref for SolverOwned<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match &self.settings {
+            Some(s) => s,
+            None => panic!("the {} settings were read, but the scene's solver does not use them", self.table),
+        }
+    }
+}
+
+/// `[solver]`: tolerances and limits of the CD step (cd, compatible-cd).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SolverSettings {
     /// Relative residual tolerance (the `cd` stopping rule: see `cd::apgd`).
@@ -439,15 +474,21 @@ pub struct Scene {
     pub sources: Vec<sources::Source>,
     pub walls: Vec<Wall>,
     pub output: Output,
-    pub solver: SolverSettings,
+    /// `[solver]`, for cd and compatible-cd.
+    pub solver: SolverOwned<SolverSettings>,
     pub contact: ContactSettings,
     /// Rebalance when max/mean work (bodies + contacts) per rank exceeds this.
     pub imbalance: f64,
     /// Periodic boundaries, if any axis is periodic.
     pub periodic: Option<Periodic>,
-    pub dem: DemSettings,
-    /// `compatible-cd` post-process settings.
-    pub compat: CompatSettings,
+    /// `[dem]`, for solver = "dem".
+    pub dem: SolverOwned<DemSettings>,
+    /// `[compatibility]`, for solver = "compatible-cd".
+    pub compat: SolverOwned<CompatSettings>,
+    /// Relative stiffness k̃ of material pairs (indices sorted), from
+    /// `[[compatibility.stiffness]]`: read by compatible-cd and by the DEM
+    /// with `[dem] pair_stiffness` (empty under other solvers).
+    pub stiffness_pairs: Vec<((u32, u32), f64)>,
     /// External loads on single bodies (solver = "dem"), at most one per body.
     pub loads: Vec<Load>,
     /// The resolved configuration as TOML (overrides applied), kept in outputs.
@@ -462,7 +503,7 @@ impl Scene {
     /// modulus of the scene; only ratios matter), else 1.
     pub fn pair_stiffness(&self, a: u32, b: u32) -> f64 {
         let pair = (a.min(b), a.max(b));
-        if let Some((_, k)) = self.compat.pair_stiffness.iter().find(|(q, _)| *q == pair) {
+        if let Some((_, k)) = self.stiffness_pairs.iter().find(|(q, _)| *q == pair) {
             return *k;
         }
         let e_max = self.materials.iter().filter_map(|m| m.young).fold(0.0f64, f64::max);

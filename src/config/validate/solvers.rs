@@ -1,0 +1,139 @@
+//! Which settings each solver owns, resolved only for the solver that runs
+//! the scene: `[solver]` (cd, compatible-cd), `[compatibility]`
+//! (compatible-cd; its `stiffness` pairs also for the DEM's
+//! `pair_stiffness`), `[dem]` (see `dem.rs`).
+use super::{dem, Ctx};
+use crate::body::{Bodies, Shape};
+use crate::config::schema::*;
+use crate::config::ConfigError;
+use crate::scene::sources::Source;
+use crate::scene::{CompatSettings, ContactSettings, DemSettings, Material, Simulation, SolverKind, SolverOwned, SolverSettings, Wall};
+use std::collections::HashMap;
+
+type StiffnessPairs = Vec<((u32, u32), f64)>;
+
+/// `[solver]` -> [`SolverSettings`], for the solvers that take a CD step.
+pub(super) fn solver_settings(c: &Ctx, cfg: &SolverCfg, solver: SolverKind) -> Result<SolverOwned<SolverSettings>, ConfigError> {
+    if solver == SolverKind::Dem {
+        return Ok(SolverOwned::unused("[solver]"));
+    }
+    let settings = SolverSettings {
+        tolerance: c.positive("solver.tolerance", cfg.tolerance)?,
+        max_iterations: match cfg.max_iterations {
+            0 => return Err(c.err("solver.max_iterations", "must be at least 1")),
+            n => n,
+        },
+        method: cfg.method,
+        pgs_order: cfg.pgs_order,
+    };
+    Ok(SolverOwned::resolved("[solver]", settings))
+}
+
+/// What the DEM's defaults and start checks look at.
+pub(super) struct Start<'a> {
+    pub bodies: &'a Bodies,
+    /// The config entry of each explicit body.
+    pub origin: &'a [String],
+    pub sources: &'a [Source],
+    pub shapes: &'a [Shape],
+    pub materials: &'a [Material],
+    pub walls: &'a [Wall],
+}
+
+/// The `[dem]` and `[compatibility]` settings, resolved for the solver
+/// that owns them.
+pub(super) struct Owned {
+    pub dem: SolverOwned<DemSettings>,
+    pub compat: SolverOwned<CompatSettings>,
+    pub stiffness_pairs: StiffnessPairs,
+}
+
+pub(super) fn owned(c: &Ctx, cfg: &Config, sim: &Simulation, contact: &ContactSettings, start: &Start) -> Result<Owned, ConfigError> {
+    let mut out = Owned {
+        dem: SolverOwned::unused("[dem]"),
+        compat: SolverOwned::unused("[compatibility]"),
+        stiffness_pairs: Vec::new(),
+    };
+    match sim.solver {
+        SolverKind::Cd => {}
+        SolverKind::CompatibleCd => {
+            let (settings, pairs) = compat_settings(c, &cfg.compatibility, &cfg.material)?;
+            out.compat = SolverOwned::resolved("[compatibility]", settings);
+            out.stiffness_pairs = pairs;
+        }
+        SolverKind::Dem => {
+            let m_max = dem::heaviest_moving_mass(start.bodies, start.sources, start.materials, start.shapes);
+            let settings = dem::dem_settings(c, &cfg.dem, sim, m_max, contact)?;
+            dem::check_dem_gaps(c, start.bodies, start.shapes, start.walls, start.origin, start.sources)?;
+            if settings.pair_stiffness {
+                out.stiffness_pairs = stiffness_pairs(c, &cfg.compatibility.stiffness, &cfg.material)?;
+            }
+            out.dem = SolverOwned::resolved("[dem]", settings);
+        }
+    }
+    Ok(out)
+}
+
+/// `[compatibility]` -> [`CompatSettings`] and the pairs' relative stiffness.
+fn compat_settings(c: &Ctx, cfg: &CompatibilityCfg, materials: &[MaterialCfg]) -> Result<(CompatSettings, StiffnessPairs), ConfigError> {
+    let d = CompatSettings::default();
+    let p = match (cfg.law, cfg.p) {
+        (Some(_), Some(_)) => return Err(c.err("compatibility.p", "give either `law` or `p`, not both")),
+        (Some(ContactLaw::Hooke), None) | (None, None) => 2.0,
+        (Some(ContactLaw::Hertz), None) => 2.5,
+        (None, Some(p)) if p.is_finite() && p > 1.0 => p,
+        (None, Some(p)) => return Err(c.err("compatibility.p", format!("must be a number greater than 1, got {p}"))),
+    };
+    let every = match cfg.every {
+        Some(0) => return Err(c.err("compatibility.every", "must be at least 1")),
+        Some(n) => n,
+        None => d.every,
+    };
+    let tol = |key: &str, v: Option<f64>, dflt: f64| match v {
+        Some(v) => c.positive(key, v),
+        None => Ok(dflt),
+    };
+    let count = |key: &str, v: Option<u32>, dflt: u32| match v {
+        Some(0) => Err(c.err(key, "must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(dflt),
+    };
+    let pair_stiffness = stiffness_pairs(c, &cfg.stiffness, materials)?;
+    let method = cfg.method.unwrap_or_default();
+    let max_default = if method == crate::scene::CompatMethod::Apgd { 200_000 } else { d.max_iterations };
+    let settings = CompatSettings {
+        p,
+        method,
+        max_iterations: count("compatibility.max_iterations", cfg.max_iterations, max_default)?,
+        every,
+        feasibility_tolerance: tol("compatibility.feasibility_tolerance", cfg.feasibility_tolerance, d.feasibility_tolerance)?,
+        optimality_tolerance: tol("compatibility.optimality_tolerance", cfg.optimality_tolerance, d.optimality_tolerance)?,
+        max_outer: count("compatibility.max_outer", cfg.max_outer, d.max_outer)?,
+        max_inner: count("compatibility.max_inner", cfg.max_inner, d.max_inner)?,
+    };
+    Ok((settings, pair_stiffness))
+}
+
+/// `[[compatibility.stiffness]]` -> relative stiffness of material pairs
+/// (indices sorted), each pair once.
+fn stiffness_pairs(c: &Ctx, cfg: &[StiffnessCfg], materials: &[MaterialCfg]) -> Result<StiffnessPairs, ConfigError> {
+    let mat_index: HashMap<&str, u32> = materials.iter().enumerate().map(|(i, m)| (m.name.as_str(), i as u32)).collect();
+    let mut pair_stiffness = Vec::new();
+    for (i, s) in cfg.iter().enumerate() {
+        let key = |f: &str| format!("compatibility.stiffness[{i}].{f}");
+        let mut m = [0u32; 2];
+        for (j, name) in s.materials.iter().enumerate() {
+            m[j] = *mat_index.get(name.as_str()).ok_or_else(|| {
+                let mut known: Vec<&str> = mat_index.keys().copied().collect();
+                known.sort();
+                c.err(key("materials"), format!("unknown material `{name}` (known: {})", known.join(", ")))
+            })?;
+        }
+        let pair = (m[0].min(m[1]), m[0].max(m[1]));
+        if pair_stiffness.iter().any(|(q, _)| *q == pair) {
+            return Err(c.err(key("materials"), "this pair of materials is already listed"));
+        }
+        pair_stiffness.push((pair, c.positive(&key("k"), s.k)?));
+    }
+    Ok(pair_stiffness)
+}

@@ -1,0 +1,112 @@
+//! Each solver resolves only its own settings: another solver's table does
+//! not stop a run, and is named once (rank 0) as ignored.
+mod common;
+use std::path::Path;
+
+/// Two balls resting on each other on a floor, under `solver`; `extra` is
+/// appended to the config.
+fn scene(solver: &str, extra: &str) -> String {
+    format!(
+        r#"
+[simulation]
+solver = "{solver}"
+t_end = 0.005
+dt = 0.001
+
+[[material]]
+name = "steel"
+density = 7800.0
+
+[[shape]]
+name = "ball"
+kind = "sphere"
+radius = 0.5
+
+[[body]]
+shape = "ball"
+position = [0.0, 0.0, 0.6]
+
+[[body]]
+shape = "ball"
+position = [0.0, 0.0, 1.7]
+
+[[wall]]
+point = [0.0, 0.0, 0.0]
+normal = [0.0, 0.0, 1.0]
+
+[output]
+dir = "OUTDIR"
+{extra}
+"#
+    )
+}
+
+/// Runs `text` on `np` ranks in `dir`; returns (exit status, stderr).
+fn run(dir: &Path, np: usize, text: &str) -> (Option<i32>, String) {
+    let out = dir.join("out");
+    let cfg = dir.join("scene.toml");
+    std::fs::write(&cfg, text.replace("OUTDIR", &out.display().to_string())).unwrap();
+    let o = common::mpirun(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// The stderr lines that contain `text`.
+fn lines_with<'a>(stderr: &'a str, text: &str) -> Vec<&'a str> {
+    stderr.lines().filter(|l| l.contains(text)).collect()
+}
+
+#[test]
+fn cd_with_zero_contact_distance_runs_to_its_end() {
+    // The DEM's activation gap defaults to half of contact.distance; CD has
+    // none, so a cd scene may detect only touching contacts.
+    let dir = tempfile::tempdir().unwrap();
+    let text = scene("cd", "[contact]\ndistance = 0.0\n").replace("0.6]", "0.5]").replace("1.7]", "1.5]");
+    let (code, stderr) = run(dir.path(), 1, &text);
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary = std::fs::read_to_string(dir.path().join("out/summary.json")).expect("summary.json of a finished run");
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(summary["steps"], 5, "{summary}");
+    assert!((summary["time"].as_f64().unwrap() - 0.005).abs() < 1e-12, "{summary}");
+}
+
+#[test]
+fn dem_table_under_cd_warns_once_on_two_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run(dir.path(), 2, &scene("cd", "[dem]\ndamping = 0.5\ngbar = -1.0\n"));
+    assert_eq!(code, Some(0), "an ignored table is no error: {stderr}");
+    let hits = lines_with(&stderr, "[dem] is ignored by solver \"cd\"");
+    assert_eq!(hits.len(), 1, "one line on two ranks: {stderr}");
+    assert!(hits[0].contains("scene.toml"), "the line names the file: {}", hits[0]);
+}
+
+#[test]
+fn friction_under_cd_warns_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = scene("cd", "").replace("density = 7800.0", "density = 7800.0\nfriction = 0.5");
+    let (code, stderr) = run(dir.path(), 2, &text);
+    assert_eq!(code, Some(0), "{stderr}");
+    let hits = lines_with(&stderr, "material[0].friction is ignored by solver \"cd\"");
+    assert_eq!(hits.len(), 1, "one line on two ranks: {stderr}");
+    assert_eq!(lines_with(&stderr, "ignored").len(), 1, "no other warning: {stderr}");
+}
+
+#[test]
+fn dem_table_under_dem_does_not_warn() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run(dir.path(), 2, &scene("dem", "[dem]\ndamping = 0.5\n"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(lines_with(&stderr, "ignored").is_empty(), "{stderr}");
+}
+
+#[test]
+fn a_bad_value_is_the_only_line_even_beside_an_ignored_table() {
+    // Warnings come with a valid scene only: bad input stays one line, status 2.
+    let dir = tempfile::tempdir().unwrap();
+    let text = scene("cd", "[dem]\ndamping = 0.5\n").replace("radius = 0.5", "radius = -0.5");
+    let (code, stderr) = run(dir.path(), 2, &text);
+    assert_eq!(code, Some(2), "{stderr}");
+    // (mpirun adds its own lines about the status.)
+    assert_eq!(lines_with(&stderr, "scene.toml").len(), 1, "{stderr}");
+    assert_eq!(lines_with(&stderr, "scene.toml: shape[0].radius: must be a positive number").len(), 1, "{stderr}");
+    assert!(lines_with(&stderr, "ignored").is_empty(), "{stderr}");
+}
