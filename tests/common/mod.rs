@@ -89,3 +89,24 @@ pub fn reactions(out: &Path) -> Vec<(u64, [f64; 3])> {
         })
         .collect()
 }
+
+/// Reports that the calling test is skipped (a tool it needs is missing) so
+/// that it is not mistaken for a pass: one line `skipped: CRATE::TEST:
+/// REASON` written straight to stderr (libtest captures `eprintln!`, not
+/// direct writes, so plain `cargo test` shows it too), and appended to the
+/// file `$STIFFGRAIN_SKIP_LOG` when set, where `scripts/test` counts it.
+/// The caller then returns.
+pub fn skip(reason: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let line = format!("skipped: {}::{test}: {reason}\n", env!("CARGO_CRATE_NAME"));
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    if let Some(log) = std::env::var_os("STIFFGRAIN_SKIP_LOG") {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap_or_else(|e| panic!("STIFFGRAIN_SKIP_LOG={}: {e}", Path::new(&log).display()));
+        f.write_all(line.as_bytes()).unwrap();
+    }
+}
