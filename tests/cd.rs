@@ -4,31 +4,11 @@
 mod common;
 use std::path::{Path, PathBuf};
 
-const HEADER: &str = r#"
-[simulation]
-solver = "cd"
-t_end = T_END
-dt = 1e-3
-gravity = [0.0, 0.0, -10.0]
-
-[[material]]
-name = "m"
-density = 1000.0
-
-[[shape]]
-name = "s"
-kind = "sphere"
-radius = 0.1
-"#;
-
-/// Writes `body` (with the header) to DIR/NAME.toml, output in DIR/NAME.
+/// Writes `body` (spheres `s` of radius 0.1, material `m`, g = 10, dt = 1 ms)
+/// to DIR/NAME.toml, a frame every step in DIR/NAME.
 fn write_cfg(dir: &Path, name: &str, t_end: f64, body: &str) -> (PathBuf, PathBuf) {
     let out = dir.join(name);
-    let text = format!(
-        "{}{body}\n[output]\ndir = \"{}\"\nevery = 1\n",
-        HEADER.replace("T_END", &t_end.to_string()),
-        out.display()
-    );
+    let text = common::Spheres::new("cd", t_end, 1e-3, [0.0, 0.0, -10.0], 0.1).with(body).every(1).toml_into(&out);
     let cfg = dir.join(format!("{name}.toml"));
     std::fs::write(&cfg, text).unwrap();
     (cfg, out)

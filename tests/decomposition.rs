@@ -117,34 +117,10 @@ fn contact_set_is_the_same_at_every_rank_count_and_equals_brute_force() {
     }
 }
 
-const STREAM: &str = r#"
-[simulation]
-solver = "dem"
-t_end = 0.3
-dt = 0.01
-gravity = [0.0, -2.0, -9.81]
-
-[[material]]
-name = "m"
-density = 1000.0
-
-[[shape]]
-name = "s"
-kind = "sphere"
-radius = 0.05
-
-[[generate]]
-kind = "lattice"
-shape = "s"
-origin = [0.0, 0.0, 0.0]
-count = [6, 4, 3]
-gap = 0.1
-velocity = [8.0, 3.0, 1.0]
-
-[output]
-dir = "OUTDIR"
-every = 1
-"#;
+/// 72 spheres in a lattice thrown across the process grid (DEM, no contacts).
+fn stream() -> String {
+    common::Spheres::new("dem", 0.3, 0.01, [0.0, -2.0, -9.81], 0.05).lattice([0.0; 3], [6, 4, 3], 0.1, [8.0, 3.0, 1.0]).every(1).toml()
+}
 
 #[test]
 fn bodies_streaming_across_ranks_are_never_lost_or_doubled() {
@@ -152,7 +128,7 @@ fn bodies_streaming_across_ranks_are_never_lost_or_doubled() {
     let g = [0.0, -2.0, -9.81];
     let v0 = [8.0, 3.0, 1.0];
     for np in [2, 3, 4] {
-        let (out, log) = run_log(np, dir.path(), "stream", STREAM);
+        let (out, log) = run_log(np, dir.path(), "stream", &stream());
         let file = out.join("frames.h5");
         let names = frames(&file);
         assert_eq!(names.len(), 31);
@@ -239,7 +215,7 @@ dir = "OUTDIR"
 #[test]
 fn restart_on_another_rank_count_continues_the_same_run() {
     let dir = tempfile::tempdir().unwrap();
-    let text = STREAM.replace("every = 1", "every = 5\ncheckpoint_every = 10");
+    let text = stream().replace("every = 1", "every = 5\ncheckpoint_every = 10");
     let full = run(2, dir.path(), "full", &text);
     // The interrupted run stops at step 10, then resumes on 3 ranks.
     let short = text.replace("t_end = 0.3", "t_end = 0.1");
@@ -335,7 +311,7 @@ dir = "OUTDIR"
 fn uneven_load_is_rebalanced_by_rcb_without_changing_results() {
     // One far-away fixed body stretches the scene box, so the grid leaves
     // almost every body on one rank until RCB rebalances.
-    let text = STREAM.replace(
+    let text = stream().replace(
         "[output]",
         "[[body]]\nshape = \"s\"\nposition = [40.0, 40.0, 40.0]\nfixed = true\n\n[output]",
     );

@@ -153,58 +153,14 @@ fn newton_converges_quadratically() {
 }
 
 fn crowd(out: &Path) -> String {
-    format!(
-        r#"
-[simulation]
-solver = "dem"
-t_end = 0.05
-dt = 5e-4
-gravity = [0.0, 0.0, -9.81]
-
-[[material]]
-name = "m"
-density = 1000.0
-
-[[shape]]
-name = "s"
-kind = "sphere"
-radius = 0.1
-
-[[generate]]
-kind = "lattice"
-shape = "s"
-origin = [-0.3, 0.0, 0.102]
-count = [4, 2, 1]
-gap = 0.002
-velocity = [0.0, 0.0, 0.0]
-
-[[body]]
-shape = "s"
-position = [-0.8, 0.05, 0.103]
-velocity = [8.0, 0.0, 0.0]
-
-[[body]]
-shape = "s"
-position = [0.8, 0.16, 0.103]
-velocity = [-8.0, 0.0, 0.0]
-
-[[wall]]
-point = [0.0, 0.0, 0.0]
-normal = [0.0, 0.0, 1.0]
-
-[contact]
-distance = 0.01
-
-[dem]
-{LAW}
-damping = 0.2
-
-[output]
-dir = "{}"
-every = 100
-"#,
-        out.display()
-    )
+    common::Spheres::new("dem", 0.05, 5e-4, [0.0, 0.0, -9.81], 0.1)
+        .lattice([-0.3, 0.0, 0.102], [4, 2, 1], 0.002, [0.0; 3])
+        .moving_body([-0.8, 0.05, 0.103], [8.0, 0.0, 0.0])
+        .moving_body([0.8, 0.16, 0.103], [-8.0, 0.0, 0.0])
+        .ground()
+        .with(&format!("[contact]\ndistance = 0.01\n\n[dem]\n{LAW}\ndamping = 0.2\n"))
+        .every(100)
+        .toml_into(out)
 }
 
 fn final_state(file: &Path) -> Vec<f64> {

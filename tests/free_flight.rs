@@ -4,53 +4,13 @@ mod common;
 use std::path::Path;
 
 fn scene(out: &Path) -> String {
-    format!(
-        r#"
-[simulation]
-solver = "dem"
-t_end = 0.25
-dt = 0.01
-gravity = [0.5, -1.0, -9.81]
-
-[[material]]
-name = "m"
-density = 1000.0
-
-[[shape]]
-name = "s"
-kind = "sphere"
-radius = 0.1
-
-[[shape]]
-name = "cube"
-kind = "box"
-size = [0.2, 0.2, 0.2]
-
-[[generate]]
-kind = "lattice"
-shape = "s"
-origin = [0.0, 0.0, 0.0]
-count = [5, 4, 3]
-gap = 0.05
-velocity = [1.0, 2.0, 3.0]
-
-[[body]]
-shape = "cube"
-position = [-1.0, 0.0, 0.0]
-velocity = [0.0, 0.0, 1.0]
-angular_velocity = [0.0, 0.0, 2.0]
-
-[[body]]
-shape = "s"
-position = [-2.0, 0.0, 0.0]
-fixed = true
-
-[output]
-dir = "{}"
-every = 5
-"#,
-        out.display()
-    )
+    common::Spheres::new("dem", 0.25, 0.01, [0.5, -1.0, -9.81], 0.1)
+        .with("[[shape]]\nname = \"cube\"\nkind = \"box\"\nsize = [0.2, 0.2, 0.2]\n")
+        .lattice([0.0; 3], [5, 4, 3], 0.05, [1.0, 2.0, 3.0])
+        .with("[[body]]\nshape = \"cube\"\nposition = [-1.0, 0.0, 0.0]\nvelocity = [0.0, 0.0, 1.0]\nangular_velocity = [0.0, 0.0, 2.0]\n")
+        .with("[[body]]\nshape = \"s\"\nposition = [-2.0, 0.0, 0.0]\nfixed = true\n")
+        .every(5)
+        .toml_into(out)
 }
 
 type Frame = Vec<(String, Vec<f64>)>;

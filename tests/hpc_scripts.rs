@@ -3,8 +3,9 @@
 //! run.sbatch, scripts/scaling and scripts/plot (PNGs that depend on the data).
 //!
 //! The Python parts need the project venv (`scripts/setup` creates it; so does
-//! `scripts/test`). Without it those tests print why and return, unless `CI`
-//! or `STIFFGRAIN_REQUIRE_PYTHON` is set, where they fail.
+//! `scripts/test`). Without it those tests report themselves skipped
+//! (`common::skip`: a `skipped:` line, counted by scripts/test) and return,
+//! unless `CI` or `STIFFGRAIN_REQUIRE_PYTHON` is set, where they fail.
 mod common;
 
 use std::collections::BTreeMap;
@@ -33,7 +34,7 @@ fn venv_python() -> Option<PathBuf> {
     if std::env::var_os("CI").is_some() || std::env::var_os("STIFFGRAIN_REQUIRE_PYTHON").is_some() {
         panic!("{msg}");
     }
-    eprintln!("SKIPPED: {msg}");
+    common::skip(&msg);
     None
 }
 

@@ -5,8 +5,9 @@
 //! series; and scripts/render making an image that is not blank.
 //!
 //! Needs pvpython (`scripts/test` installs ParaView). Without it the tests
-//! print why and return, unless STIFFGRAIN_REQUIRE_PARAVIEW is set (as
-//! scripts/test does), where they fail.
+//! report themselves skipped (`common::skip`: a `skipped:` line, counted by
+//! scripts/test) and return, unless STIFFGRAIN_REQUIRE_PARAVIEW is set (as
+//! scripts/test does where it can install ParaView), where they fail.
 mod common;
 
 use serde_json::Value;
@@ -27,7 +28,7 @@ fn pvpython() -> Option<PathBuf> {
         if std::env::var_os("STIFFGRAIN_REQUIRE_PARAVIEW").is_some() {
             panic!("{msg}, and STIFFGRAIN_REQUIRE_PARAVIEW is set");
         }
-        eprintln!("SKIPPED: {msg}");
+        common::skip(msg);
     }
     found
 }

@@ -11,46 +11,21 @@ fn read<T: hdf5::H5Type>(f: &hdf5::File, path: &str) -> Vec<T> {
     f.dataset(path).unwrap().read_raw::<T>().unwrap()
 }
 
-const STREAM: &str = r#"
-[simulation]
-solver = "dem"
-t_end = 0.4
-dt = 0.01
-gravity = [0.0, 0.0, -1.0]
-
-[[material]]
-name = "m"
-density = 1000.0
-
-[[shape]]
-name = "s"
-kind = "sphere"
-radius = 0.05
-
-[[generate]]
-kind = "lattice"
-shape = "s"
-origin = [0.1, 0.1, 0.1]
-count = [5, 3, 2]
-gap = 0.1
-velocity = [6.0, -2.5, 0.0]
-
-[parallel]
-periodic = [true, true, false]
-box_min = [0.0, 0.0, 0.0]
-box_max = [1.0, 0.6, 0.4]
-
-[output]
-dir = "OUTDIR"
-every = 1
-"#;
+/// 30 spheres in a lattice streaming through a box periodic in x and y.
+fn stream() -> String {
+    common::Spheres::new("dem", 0.4, 0.01, [0.0, 0.0, -1.0], 0.05)
+        .lattice([0.1; 3], [5, 3, 2], 0.1, [6.0, -2.5, 0.0])
+        .with("[parallel]\nperiodic = [true, true, false]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [1.0, 0.6, 0.4]\n")
+        .every(1)
+        .toml()
+}
 
 #[test]
 fn a_stream_wraps_around_the_periodic_box() {
     let dir = tempfile::tempdir().unwrap();
     let (l, v0, g) = ([1.0, 0.6], [6.0, -2.5, 0.0], [0.0, 0.0, -1.0]);
     for np in 1..=4 {
-        let out = run(np, dir.path(), "stream", STREAM);
+        let out = run(np, dir.path(), "stream", &stream());
         let f = hdf5::File::open(out.join("frames.h5")).unwrap();
         let mut names = f.group("frames").unwrap().member_names().unwrap();
         names.sort();

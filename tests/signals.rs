@@ -5,41 +5,17 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-const SCENE: &str = r#"
-[simulation]
-solver = "dem"
-t_end = 2.0
-dt = 0.001
-gravity = [0.0, 0.0, -9.81]
-
-[[material]]
-name = "m"
-density = 1000.0
-
-[[shape]]
-name = "s"
-kind = "sphere"
-radius = 0.05
-
-[[generate]]
-kind = "lattice"
-shape = "s"
-origin = [0.0, 0.0, 0.0]
-count = [10, 10, 5]
-gap = 0.05
-velocity = [1.0, 0.5, 3.0]
-
-[output]
-dir = "OUTDIR"
-every = 500
-thermo_every = 1
-checkpoint_keep = 3
-"#;
+/// 500 spheres in a lattice, long enough to be interrupted.
+fn scene() -> common::Spheres {
+    common::Spheres::new("dem", 2.0, 0.001, [0.0, 0.0, -9.81], 0.05)
+        .lattice([0.0; 3], [10, 10, 5], 0.05, [1.0, 0.5, 3.0])
+        .output("every = 500\nthermo_every = 1\ncheckpoint_keep = 3")
+}
 
 fn config(dir: &Path, name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let out = dir.join(format!("out-{name}"));
     let cfg = dir.join(format!("{name}.toml"));
-    std::fs::write(&cfg, SCENE.replace("OUTDIR", &out.display().to_string())).unwrap();
+    std::fs::write(&cfg, scene().toml_into(&out)).unwrap();
     (cfg, out)
 }
 

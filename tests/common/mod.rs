@@ -89,3 +89,120 @@ pub fn reactions(out: &Path) -> Vec<(u64, [f64; 3])> {
         })
         .collect()
 }
+
+/// Reports that the calling test is skipped (a tool it needs is missing) so
+/// that it is not mistaken for a pass: one line `skipped: CRATE::TEST:
+/// REASON` written straight to stderr (libtest captures `eprintln!`, not
+/// direct writes, so plain `cargo test` shows it too), and appended to the
+/// file `$STIFFGRAIN_SKIP_LOG` when set, where `scripts/test` counts it.
+/// The caller then returns.
+pub fn skip(reason: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let line = format!("skipped: {}::{test}: {reason}\n", env!("CARGO_CRATE_NAME"));
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    if let Some(log) = std::env::var_os("STIFFGRAIN_SKIP_LOG") {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap_or_else(|e| panic!("STIFFGRAIN_SKIP_LOG={}: {e}", Path::new(&log).display()));
+        f.write_all(line.as_bytes()).unwrap();
+    }
+}
+
+/// A scene's TOML from the parts the integration tests repeat: one material
+/// `m` (density 1000), one sphere shape `s`, lattices and bodies of it, the
+/// ground, any further tables as TOML text, and `[output]` into `OUTDIR`
+/// (which [`run_config`] replaces). Numbers are written with `{:?}`, so a
+/// float stays a TOML float.
+///
+/// ```ignore
+/// let text = common::Spheres::new("dem", 0.3, 0.01, [0.0, 0.0, -9.81], 0.05)
+///     .lattice([0.0; 3], [6, 4, 3], 0.1, [8.0, 3.0, 1.0])
+///     .every(1)
+///     .toml();
+/// ```
+#[derive(Clone, Debug)]
+pub struct Spheres {
+    head: String,
+    parts: Vec<String>,
+    output: Vec<String>,
+}
+
+impl Spheres {
+    /// `[simulation]` with `solver`, `t_end`, `dt`, `gravity`; the material
+    /// `m` and the sphere `s` of radius `radius`.
+    pub fn new(solver: &str, t_end: f64, dt: f64, gravity: [f64; 3], radius: f64) -> Self {
+        let head = format!(
+            "[simulation]\nsolver = \"{solver}\"\nt_end = {t_end:?}\ndt = {dt:?}\ngravity = {gravity:?}\n\n\
+             [[material]]\nname = \"m\"\ndensity = 1000.0\n\n\
+             [[shape]]\nname = \"s\"\nkind = \"sphere\"\nradius = {radius:?}\n"
+        );
+        Self { head, parts: Vec::new(), output: Vec::new() }
+    }
+
+    /// A lattice generator of `s`: `count` spheres along x, y, z from
+    /// `origin`, `gap` between neighbours' surfaces, all at `velocity`.
+    pub fn lattice(mut self, origin: [f64; 3], count: [u32; 3], gap: f64, velocity: [f64; 3]) -> Self {
+        self.parts.push(format!(
+            "[[generate]]\nkind = \"lattice\"\nshape = \"s\"\norigin = {origin:?}\ncount = {count:?}\ngap = {gap:?}\nvelocity = {velocity:?}\n"
+        ));
+        self
+    }
+
+    /// One sphere `s` at rest at `position`.
+    pub fn body(mut self, position: [f64; 3]) -> Self {
+        self.parts.push(format!("[[body]]\nshape = \"s\"\nposition = {position:?}\n"));
+        self
+    }
+
+    /// One sphere `s` at `position` moving at `velocity`.
+    pub fn moving_body(mut self, position: [f64; 3], velocity: [f64; 3]) -> Self {
+        self.parts.push(format!("[[body]]\nshape = \"s\"\nposition = {position:?}\nvelocity = {velocity:?}\n"));
+        self
+    }
+
+    /// The wall z = 0, facing +z.
+    pub fn ground(mut self) -> Self {
+        self.parts.push("[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\n".into());
+        self
+    }
+
+    /// Further tables, as TOML text (`[contact]`, `[dem]`, more shapes ...).
+    pub fn with(mut self, toml: &str) -> Self {
+        self.parts.push(toml.to_string());
+        self
+    }
+
+    /// A frame every `n` steps (`output.every`).
+    pub fn every(self, n: u64) -> Self {
+        self.output(&format!("every = {n}"))
+    }
+
+    /// Further `[output]` keys, as TOML lines.
+    pub fn output(mut self, lines: &str) -> Self {
+        self.output.push(lines.to_string());
+        self
+    }
+
+    /// The TOML text, its output dir `OUTDIR`.
+    pub fn toml(&self) -> String {
+        let mut text = self.head.clone();
+        for p in &self.parts {
+            text += "\n";
+            text += p;
+        }
+        text += "\n[output]\ndir = \"OUTDIR\"\n";
+        for o in &self.output {
+            text += o;
+            text += "\n";
+        }
+        text
+    }
+
+    /// The TOML text with its output going to `out`.
+    pub fn toml_into(&self, out: &Path) -> String {
+        self.toml().replace("OUTDIR", &out.display().to_string())
+    }
+}
