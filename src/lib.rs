@@ -1,7 +1,7 @@
 //! stiffgrain: stiff rigid grains on distributed-memory machines.
 //!
-//! Dependencies point one way: `config -> scene -> body -> geometry -> contact
-//! -> {cd, compat, dem} -> io`; `parallel` and `petsc` are services.
+//! The modules and who may import whom: ARCHITECTURE.md (held to the code
+//! by tests/architecture.rs).
 pub mod body;
 pub mod cd;
 pub mod compat;
