@@ -58,8 +58,12 @@ fn lattice_color(c: [u64; 3]) -> u64 {
 /// A body of a checked lattice: index within its source, centre, orientation.
 pub type Oriented = (u64, Vector3<f64>, UnitQuaternion<f64>);
 
-/// A lattice body that found no orientation keeping the gap to its neighbours.
-#[derive(Clone, Debug, PartialEq)]
+/// A lattice body that found no orientation keeping the gap to its
+/// neighbours: body `j` of the source, in lattice cell `cell`, after `draws`
+/// draws. An error type so that it crosses the module edge as one (start-up
+/// builds its own message from the fields).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("lattice body {j} (cell {cell:?}) found no orientation keeping the gap to its neighbours in {draws} draw(s)")]
 pub struct Blocked {
     pub j: u64,
     pub cell: [u64; 3],
