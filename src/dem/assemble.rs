@@ -11,7 +11,9 @@ use nalgebra::{Matrix3, SMatrix, Vector3};
 /// 3×12 maps from the increments to a vector at the contact.
 pub type Mat3x12 = SMatrix<f64, 3, 12>;
 
-pub use super::types::{Mat12, Vec12};
+// MeshKind lives in types.rs (mesh_grad.rs needs it too); re-exported
+// here beside the Kinematics that carries it.
+pub use super::types::{Mat12, MeshKind, Vec12};
 
 /// How the gap of a contact depends on the increments.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,27 +33,6 @@ pub enum Kinematics {
     /// point_b − point_a at configuration i (= g₀ n₀). A wall is a `b`
     /// without increments (x₆..₁₂ = 0).
     Mesh { kind: MeshKind, d0: Vector3<f64>, r_a: Vector3<f64>, r_b: Vector3<f64>, d_a: Vector3<f64>, d_b: Vector3<f64> },
-}
-
-/// How the gap of an exact mesh contact is measured, with d = p_b' − p_a'.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum MeshKind {
-    /// Face of b (or a wall) against a vertex of a: g = (Q_b d_b)·d, d_b the
-    /// contact normal at i (minus the face's outward normal).
-    PlaneOnB,
-    /// Face of a against a vertex of b: g = (Q_a d_a)·d, d_a the face's
-    /// outward normal.
-    PlaneOnA,
-    /// Edge–edge (eq 35): m = Q_a d_a × Q_b d_b (edge directions),
-    /// g = ±m·d/|m|, the sign of configuration i.
-    Lines { sign: f64 },
-    /// Vertex of a against the edge of b (direction d_b): g = |d − (d·e)e|,
-    /// e = Q_b d_b.
-    PointLineB,
-    /// Edge of a (direction d_a) against a vertex of b.
-    PointLineA,
-    /// Vertex–vertex: g = |d|.
-    Points,
 }
 
 /// One contact as the solver sees it for one step.
@@ -119,7 +100,7 @@ pub fn gap_grad(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Vector3<f64>) {
 
 /// The exact gap of a mesh contact over the increments, and the current
 /// normal (from a to b).
-pub(super) fn mesh_gap<T: Lift>(kind: MeshKind, d0: &Vector3<f64>, r_a: &Vector3<f64>, r_b: &Vector3<f64>, d_a: &Vector3<f64>, d_b: &Vector3<f64>, x: &Vec12) -> (T, Vector3<f64>) {
+fn mesh_gap<T: Lift>(kind: MeshKind, d0: &Vector3<f64>, r_a: &Vector3<f64>, r_b: &Vector3<f64>, d_a: &Vector3<f64>, d_b: &Vector3<f64>, x: &Vec12) -> (T, Vector3<f64>) {
     use super::jet::{add3, constant3, cross, dot, mul3, reduce, rotated, sub3, value3, variables};
     let y = reduce(x);
     // d = d0 + (u_b − u_a) + (Q_b − I) r_b − (Q_a − I) r_a
@@ -328,12 +309,14 @@ pub fn tangential(el: &TangentialElement, dt: f64, f_n: f64, tangent: Option<(&V
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
+    use crate::dem::jet::Dual;
+    use crate::dem::mesh_grad::mesh_gap_grad;
     use crate::scene::generate::SplitMix64;
 
-    /// A vector with entries uniform in [−s, s] (also mesh_grad.rs's tests).
-    pub(in crate::dem) fn random_vec(rng: &mut SplitMix64, s: f64) -> Vector3<f64> {
+    /// A vector with entries uniform in [−s, s].
+    fn random_vec(rng: &mut SplitMix64, s: f64) -> Vector3<f64> {
         Vector3::new(rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform() - 0.5) * 2.0 * s
     }
 
@@ -558,5 +541,35 @@ pub(super) mod tests {
         assert_eq!(gap(&kin, &x).0, 0.1);
         x[2] = 0.05; // u_a z moves a towards... n points a→b, so +z closes
         assert!((gap(&kin, &x).0 - 0.05).abs() < 1e-15);
+    }
+
+    /// Every kind at random configurations and large increments: gap,
+    /// gradient and normal equal the dual numbers' evaluation of the same
+    /// formulas ([`mesh_gaps_are_exact_with_consistent_derivatives`] checks
+    /// those against the moved geometry and central differences).
+    #[test]
+    fn mesh_gap_grad_matches_the_dual_numbers() {
+        let mut rng = SplitMix64::new(23);
+        for case in 0..600 {
+            let n = random_vec(&mut rng, 1.0).normalize();
+            let d0 = (0.01 + 0.05 * rng.uniform()) * n;
+            let (r_a, r_b) = (random_vec(&mut rng, 0.6), random_vec(&mut rng, 0.6));
+            let (d_a, d_b) = (random_vec(&mut rng, 1.0).normalize(), random_vec(&mut rng, 1.0).normalize());
+            let kind = match case % 6 {
+                0 => MeshKind::PlaneOnB,
+                1 => MeshKind::PlaneOnA,
+                2 => MeshKind::Lines { sign: if case % 4 == 2 { 1.0 } else { -1.0 } },
+                3 => MeshKind::PointLineB,
+                4 => MeshKind::PointLineA,
+                _ => MeshKind::Points,
+            };
+            let x = Vec12::from_fn(|k, _| (rng.uniform() - 0.5) * if k % 6 < 3 { 0.02 } else { 1.0 });
+            let (g, grad, normal) = mesh_gap_grad(kind, &d0, &r_a, &r_b, &d_a, &d_b, &x);
+            let (gd, nd) = mesh_gap::<Dual>(kind, &d0, &r_a, &r_b, &d_a, &d_b, &x);
+            let scale = 1.0 + gd.g.norm();
+            assert!((g - gd.v).abs() < 1e-15 * scale, "case {case} {kind:?}: g {g} vs {}", gd.v);
+            assert!((grad - gd.grad12()).norm() < 1e-13 * scale, "case {case} {kind:?}: {grad:?} vs {:?}", gd.grad12());
+            assert!((normal - nd).norm() < 1e-14, "case {case} {kind:?}");
+        }
     }
 }

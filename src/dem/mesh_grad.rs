@@ -1,4 +1,4 @@
-//! The exact mesh-contact gaps of [`super::assemble::MeshKind`] with their
+//! The exact mesh-contact gaps of [`super::types::MeshKind`] with their
 //! gradients in closed form: what every residual evaluation of a mesh pack
 //! needs (the Newton line search evaluates the residual once or more per
 //! iteration). Forward differentiation ([`super::jet::Dual`]) carried a
@@ -6,8 +6,7 @@
 //! here each rotation contributes one transposed Jacobian product
 //! ([`Turn::jt`]). The Hessian (consistent tangent) stays with
 //! [`super::jet::Jet`]. Pure, no MPI.
-use super::assemble::MeshKind;
-use super::types::Vec12;
+use super::types::{MeshKind, Vec12};
 use nalgebra::Vector3;
 
 /// The Rodrigues rotation Q(α) (eq 6) of one body's increment.
@@ -141,10 +140,14 @@ pub fn mesh_gap_grad(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dem::assemble::mesh_gap;
-    use crate::dem::assemble::tests::random_vec;
-    use crate::dem::jet::{Dual, Lift, Num};
+    use crate::dem::jet::Num;
     use crate::scene::generate::SplitMix64;
+
+    /// A vector with entries uniform in [−s, s] (as in assemble.rs's tests,
+    /// which compare this file's gaps with the dual numbers').
+    fn random_vec(rng: &mut SplitMix64, s: f64) -> Vector3<f64> {
+        Vector3::new(rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform() - 0.5) * 2.0 * s
+    }
 
     /// Jᵀ u against the forward-differentiated rotation, at rotations up to
     /// about a radian (where the ∂k/∂α term matters).
@@ -160,36 +163,6 @@ mod tests {
             let r = Rotation::new(alpha);
             assert!((r.turn(&v).jt(&u) - want).norm() < 1e-14, "{:?} vs {want:?}", r.turn(&v).jt(&u));
             assert!((r.turn(&v).turned() - Vector3::new(q[0].v, q[1].v, q[2].v)).norm() < 1e-15);
-        }
-    }
-
-    /// Every kind at random configurations and large increments: gap,
-    /// gradient and normal equal the dual numbers' evaluation of the same
-    /// formulas (assemble.rs checks those against the moved geometry and
-    /// central differences).
-    #[test]
-    fn mesh_gap_grad_matches_the_dual_numbers() {
-        let mut rng = SplitMix64::new(23);
-        for case in 0..600 {
-            let n = random_vec(&mut rng, 1.0).normalize();
-            let d0 = (0.01 + 0.05 * rng.uniform()) * n;
-            let (r_a, r_b) = (random_vec(&mut rng, 0.6), random_vec(&mut rng, 0.6));
-            let (d_a, d_b) = (random_vec(&mut rng, 1.0).normalize(), random_vec(&mut rng, 1.0).normalize());
-            let kind = match case % 6 {
-                0 => MeshKind::PlaneOnB,
-                1 => MeshKind::PlaneOnA,
-                2 => MeshKind::Lines { sign: if case % 4 == 2 { 1.0 } else { -1.0 } },
-                3 => MeshKind::PointLineB,
-                4 => MeshKind::PointLineA,
-                _ => MeshKind::Points,
-            };
-            let x = Vec12::from_fn(|k, _| (rng.uniform() - 0.5) * if k % 6 < 3 { 0.02 } else { 1.0 });
-            let (g, grad, normal) = mesh_gap_grad(kind, &d0, &r_a, &r_b, &d_a, &d_b, &x);
-            let (gd, nd) = mesh_gap::<Dual>(kind, &d0, &r_a, &r_b, &d_a, &d_b, &x);
-            let scale = 1.0 + gd.g.norm();
-            assert!((g - gd.v).abs() < 1e-15 * scale, "case {case} {kind:?}: g {g} vs {}", gd.v);
-            assert!((grad - gd.grad12()).norm() < 1e-13 * scale, "case {case} {kind:?}: {grad:?} vs {:?}", gd.grad12());
-            assert!((normal - nd).norm() < 1e-14, "case {case} {kind:?}");
         }
     }
 }

@@ -1,25 +1,13 @@
 //! Krylov linear solvers (KSP + PC): method and preconditioner chosen in code
 //! as defaults and overridable by `-ksp_*`/`-pc_*` options.
-use super::error::{check, PetscError, Result};
+use super::cstr::{cstring, static_str};
+use super::error::{check, Result};
 use super::ffi;
 use super::init::{alive, require_alive, AsComm};
 use super::mat::Mat;
 use super::vec::Vector;
 use super::PetscInt;
-use std::ffi::{c_char, CStr, CString};
-
-pub(crate) fn cstring(s: &str) -> Result<CString> {
-    CString::new(s).map_err(|_| PetscError::new(ffi::PETSC_ERR_ARG_WRONG as i32, format!("{s:?} contains NUL")))
-}
-
-pub(crate) fn static_str(p: *const c_char) -> String {
-    if p.is_null() {
-        String::new()
-    } else {
-        // SAFETY: PETSc returns pointers to static NUL-terminated names.
-        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-    }
-}
+use std::ffi::c_char;
 
 /// Why a KSP or SNES solve stopped: positive = converged, negative =
 /// diverged, 0 = still iterating. `name` is PETSc's name (e.g.

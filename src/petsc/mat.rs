@@ -1,10 +1,10 @@
 //! Distributed sparse matrices: MPIAIJ (scalar entries) and MPIBAIJ (dense
 //! blocks, block size 6 for rigid-body DOFs), assembled with `set_values`.
+use super::cstr::cstring;
 use super::error::{check, Result};
 use super::ffi;
 use super::init::{alive, require_alive, AsComm};
 use super::vec::{size_error, Borrowed, InsertMode, Vector};
-use super::ksp::cstring;
 use super::PetscInt;
 use std::ops::Range;
 

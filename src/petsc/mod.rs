@@ -4,6 +4,7 @@
 //! [`Vector`], [`Mat`], [`Ksp`] and [`Snes`] objects on an rsmpi communicator;
 //! drop them all before the [`Petsc`] guard, and that guard before the rsmpi
 //! `Universe`. Every call returns `Result<_, PetscError>`.
+mod cstr;
 pub mod error;
 pub mod ffi;
 pub mod init;

@@ -3,7 +3,8 @@
 use super::error::{check, record, Result};
 use super::ffi;
 use super::init::{alive, require_alive, AsComm};
-use super::ksp::{cstring, static_str, ConvergedReason, Ksp};
+use super::cstr::{cstring, static_str};
+use super::ksp::{ConvergedReason, Ksp};
 use super::mat::Mat;
 use super::vec::{Borrowed, Vector};
 use super::PetscInt;
