@@ -376,6 +376,9 @@ impl<'a> World<'a> {
         t.f64("force_tangent", 3, (0..n).flat_map(|k| ft(k).as_slice().to_vec()).collect());
         for field in extra {
             t.f64(field.name, field.width, field.values.clone());
+            if field.normal_force {
+                t.normal_force = field.name.to_string();
+            }
         }
         t
     }

@@ -173,7 +173,7 @@ impl Solver for CompatibleCdSolver {
     fn contact_fields(&self, contacts: &Contacts) -> Vec<ContactField> {
         let mut values = self.f_compatible.clone();
         values.resize(contacts.len(), 0.0);
-        vec![ContactField { name: "force_compatible", width: 1, values }]
+        vec![ContactField { name: "force_compatible", width: 1, values, normal_force: true }]
     }
 
     fn reaction_normals(&self) -> Option<&[f64]> {

@@ -19,8 +19,9 @@
 //!            (+) mesh_velocity Mv×3, mesh_contact_force Mv×3: the body's
 //!                velocity and contact force at each of its mesh vertices
 //!            (+) contact_force N×3: sum of the contact forces on the body
-//!                (normal part from the last scalar `force_*` contact
-//!                column, see [`normal_force`], plus force_tangent)
+//!                (normal part from the column the table names as its
+//!                normal force: force_normal, or a solver's field that
+//!                stands for it, e.g. force_compatible; plus force_tangent)
 //!  contacts/ one dataset per column of the frame's [`ContactTable`]:
 //!            body_a u64, body_b u64, (+) sub_a u32, sub_b u32 (sub-region
 //!            ids, face/edge/vertex, on a and b), point Nc×3, normal Nc×3
@@ -375,12 +376,12 @@ impl FrameWriter {
 
     /// Contact force summed on each body of the slab `b` from the sorted
     /// contacts `c` (on b: f_n·normal + f_t, on a its opposite; walls take
-    /// no share), f_n from [`normal_force`].
+    /// no share), f_n from the table's normal-force column.
     fn body_forces(&self, b: &super::redistribute::Redistributed, c: &ContactTable) -> Vec<Vector3<f64>> {
         let (ia, ib) = (u64_column(c, "body_a"), u64_column(c, "body_b"));
         let id = |v: Option<&[u64]>, k: usize| v.map_or(0, |v| v[k]);
         let normal = f64_column(c, "normal");
-        let f_n = normal_force(c);
+        let f_n = f64_column(c, &c.normal_force);
         let f_t = f64_column(c, "force_tangent");
         let v3 = |v: Option<&[f64]>, k: usize| v.map_or_else(Vector3::zeros, |v| Vector3::from_column_slice(&v[3 * k..3 * k + 3]));
         // Item 2k is the force on a of contact k, item 2k + 1 that on b.
@@ -426,20 +427,6 @@ fn f64_column<'a>(c: &'a ContactTable, name: &str) -> Option<&'a [f64]> {
         Some(ColumnData::F64(v)) => Some(v),
         _ => None,
     }
-}
-
-/// The normal force of each contact in the body sums: the table's last
-/// scalar `force_*` column. The world's contact table lists the step's
-/// `force_normal` before a solver's own fields, so a solver that reports a
-/// normal force of its own (a scalar `force_*` field, e.g. compatible
-/// forces) is summed in its place, as in the summary's reactions; a solver
-/// field that is a force but not the normal one must not be a scalar
-/// `force_*`. None (zeros) when the table has no such column.
-fn normal_force(c: &ContactTable) -> Option<&[f64]> {
-    c.columns.iter().rev().find_map(|col| match &col.data {
-        ColumnData::F64(v) if col.width == 1 && col.name.starts_with("force_") => Some(&v[..]),
-        _ => None,
-    })
 }
 
 /// Values of integer column `name` (None if the table lacks it: zeros).
