@@ -44,8 +44,8 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let max_it = scene.solver.max_iterations;
     let mut sim = World::new(world, scene, bodies, false, &Default::default());
     sim.detect();
-    let mut op = ContactOperator::assemble(world, &sim.bodies, &sim.layout, &sim.contacts, dt)?;
-    let p = rhs(&op, scene, &sim.bodies, &sim.contacts, 0.0, dt)?;
+    let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt)?;
+    let p = rhs(&op, scene, sim.bodies(), sim.contacts(), 0.0, dt)?;
     let mut f = op.contact_vec()?;
     let res = apgd::apgd(world, &mut op, &p, &mut f, tol, max_it)?;
     let mut nf = op.contact_vec()?;
@@ -68,17 +68,17 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let viol = -parallel::max_f64(world, -viol);
     let compl = parallel::max_f64(world, compl);
     let positive = parallel::sum_u64(world, positive);
-    let contacts = parallel::sum_u64(world, sim.contacts.len() as u64);
+    let contacts = parallel::sum_u64(world, sim.contacts().len() as u64);
     let fnorm = f.norm(NormType::Infinity)?;
 
     let dv_apgd = velocity_change(&op, &f)?;
-    let vscale = (0..op.n_owned).map(|i| sim.bodies.velocity[i].norm()).fold(0.0, f64::max) + scene.simulation.gravity.norm() * dt;
+    let vscale = (0..op.n_owned).map(|i| sim.bodies().velocity[i].norm()).fold(0.0, f64::max) + scene.simulation.gravity.norm() * dt;
     let vscale = parallel::max_f64(world, vscale);
     let (mut dv_diff, mut f_diff) = (0.0f64, 0.0f64);
     let mut pgs_iters = Vec::new();
     for order in [PgsOrder::Forward, PgsOrder::Reverse] {
         let mut g = op.contact_vec()?;
-        let r = pgs::pgs(world, &op, &sim.layout, sim.bodies.len(), &p, &mut g, tol, max_it, order)?;
+        let r = pgs::pgs(world, &op, sim.layout(), sim.bodies().len(), &p, &mut g, tol, max_it, order)?;
         pgs_iters.push(r.iterations);
         let dv = velocity_change(&op, &g)?;
         let d = dv.iter().zip(&dv_apgd).map(|(a, b)| (a - b).amax()).fold(0.0, f64::max);

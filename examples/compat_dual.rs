@@ -73,11 +73,11 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let dt = scene.simulation.dt;
     let mut sim = Sim::new(world, scene, bodies, false, &Default::default());
     sim.detect();
-    let mut op = ContactOperator::assemble(world, &sim.bodies, &sim.layout, &sim.contacts, dt)?;
-    let p = rhs(&op, scene, &sim.bodies, &sim.contacts, 0.0, dt)?;
+    let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt)?;
+    let p = rhs(&op, scene, sim.bodies(), sim.contacts(), 0.0, dt)?;
     let mut f_cd = op.contact_vec()?;
     apgd::apgd(world, &mut op, &p, &mut f_cd, scene.solver.tolerance, scene.solver.max_iterations)?;
-    let mut k = relative_stiffness(scene, &sim.bodies, &sim.contacts);
+    let mut k = relative_stiffness(scene, sim.bodies(), sim.contacts());
     // As compatible-cd does: contacts CD leaves open are not truss bars.
     let thr = apgd::threshold(&p, scene.solver.tolerance)?;
     let open = leave_out_open(world, &mut op, &f_cd, &p, thr, &mut k)?;
@@ -85,7 +85,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
         println!("open_contacts={open}");
     }
     let set = &scene.compat;
-    let contacts = parallel::sum_u64(world, sim.contacts.len() as u64);
+    let contacts = parallel::sum_u64(world, sim.contacts().len() as u64);
     let mut reference: Option<Vec<f64>> = None;
     let mut all_ok = true;
     for &method in &args.methods {
@@ -103,7 +103,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
                 if let Some(id) = args.free_load {
                     add_load(&sim, &mut ft, id)?;
                 }
-                let dual = Dual::new(world, &op, &sim.layout, &sim.bodies, ft, &k, set.p)?;
+                let dual = Dual::new(world, &op, sim.layout(), sim.bodies(), ft, &k, set.p)?;
                 let u0 = if args.zero_start {
                     let mut u = dual.diag.duplicate()?;
                     u.zero()?;
@@ -115,7 +115,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
                 let max = |m: CompatMethod, dflt: u32| if set.method == m { set.max_iterations } else { dflt };
                 let r = match method {
                     CompatMethod::Apgd => dual_apgd::solve(&dual, u0, set.feasibility_tolerance, max(CompatMethod::Apgd, 200_000) as u64)?,
-                    _ => newton::solve(&dual, &sim.bodies, u0, set.feasibility_tolerance, max(CompatMethod::Newton, 100))?,
+                    _ => newton::solve(&dual, sim.bodies(), u0, set.feasibility_tolerance, max(CompatMethod::Newton, 100))?,
                 };
                 let unsupported = parallel::sum_u64(world, dual.unsupported.len() as u64);
                 if world.rank() == 0 && unsupported > 0 {
@@ -160,8 +160,8 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
 /// Adds a unit load along z to body `id` on the rank that owns it.
 fn add_load(sim: &Sim, ft: &mut Vector, id: u64) -> petsc::Result<()> {
     let mut v = ft.view_mut()?;
-    for i in 0..sim.layout.n_owned {
-        if sim.bodies.id[i] == id {
+    for i in 0..sim.layout().n_owned {
+        if sim.bodies().id[i] == id {
             v[6 * i + 2] += 1.0;
         }
     }

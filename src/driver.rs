@@ -8,7 +8,7 @@ use crate::io::{self, FrameWriter, IoError, SolverState};
 use crate::parallel::{self, Comm};
 use crate::scene::{Scene, STATIC_STEPS};
 use crate::registry::make_solver;
-use crate::solver::{Review, Solver, StepContext, StepReport};
+use crate::solver::{Review, Solver, StepReport};
 use crate::world::{Reaction, World};
 use mpi::traits::*;
 use std::collections::BTreeMap;
@@ -218,11 +218,10 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let mut solver = make_solver(scene);
     let mut world = World::new(comm, scene, bodies, false, &solver.history());
     let n_global = parallel::sum_u64(comm, world.n_owned() as u64);
-    solver.phases().iter().for_each(|p| world.timers.add_phase(p));
+    solver.phases().iter().for_each(|p| world.add_phase(p));
     if opts.restart.is_some() {
         solver.restore(comm, opts.restart_state.clone()).map_err(|e| RunError::Input(format!("checkpoint: {e}")))?;
-        let owned = world.bodies.id[..world.n_owned()].to_vec();
-        world.history.adopt(comm, &opts.restart_history, &owned);
+        world.adopt_history(&opts.restart_history);
     }
     let mut clock = Clock::new(scene, opts.restart, solver.adaptive());
     let mut thermo = Thermo::open(comm, &out_dir.join("log.txt"), opts.restart.is_some(), scene.output.thermo_seconds)?;
@@ -235,8 +234,8 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     world.set_time(clock.time);
     world.detect();
     if opts.restart.is_none() {
-        let table = world.contact_table(&solver.contact_fields(&world.contacts));
-        frames.write_frame(0, 0.0, clock.dt, &world.bodies, world.n_owned(), table)?;
+        let table = world.contact_table(&solver.contact_fields(world.contacts()));
+        frames.write_frame(0, 0.0, clock.dt, world.bodies(), world.n_owned(), table)?;
     }
     log::info!("{}", Thermo::HEADER);
     let mut tally = StepTally::default();
@@ -256,7 +255,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         let output = clock.t_final - (time + plan.dt) <= 1e-9 * clock.dt || every(scene.output.every, step) || maybe_static;
         let report = take_step(&mut world, solver.as_mut(), step, time, plan.dt, output)?;
         for &(name, secs) in &report.phases {
-            world.timers.reassign("solve", name, secs);
+            world.timers().reassign("solve", name, secs);
         }
         tally.add(&report);
         clock.advance(report.dt);
@@ -265,9 +264,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         }
         let last = clock.at_end();
         if last || every(scene.output.every, step) {
-            let table = world.contact_table(&solver.contact_fields(&world.contacts));
-            let (b, n, time) = (&world.bodies, world.n_owned(), clock.time);
-            world.timers.time("output", || frames.write_frame(step, time, report.dt, b, n, table))?;
+            let table = world.contact_table(&solver.contact_fields(world.contacts()));
+            let (b, n, time) = (world.bodies(), world.n_owned(), clock.time);
+            world.timers().time("output", || frames.write_frame(step, time, report.dt, b, n, table))?;
         }
         if every(scene.output.checkpoint_every, step) || (last && scene.output.checkpoint_at_end) {
             write_checkpoint(&world, solver.as_ref(), step, clock.time, report.dt)?;
@@ -282,7 +281,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         if last || every(scene.output.thermo_every, step) || thermo.overdue(comm) {
             let wall = wall0.elapsed().as_secs_f64();
             let eta = wall / (clock.time - clock.t0) * (clock.t_final - clock.time);
-            let n_contacts = parallel::sum_u64(comm, world.contacts.len() as u64);
+            let n_contacts = parallel::sum_u64(comm, world.contacts().len() as u64);
             thermo.line(step, clock.time, report.dt, n_global, n_contacts, world.kinetic_energy(), report.iterations, wall, eta)?;
             if scene.walls.iter().any(|w| w.moves()) {
                 thermo.walls(world.walls(), clock.time, &world.reactions(solver.reaction_normals()))?;
@@ -304,11 +303,11 @@ fn start_line(scene: &Scene, world: &World, clock: &Clock, n_global: u64, adapti
         format!("steps {}..{} of dt = {dt:e}", clock.first_step + 1, step_count(scene.simulation.t_end, dt))
     };
     let until = scene.simulation.until_static.map(|v| format!(" or until static (speeds < {v:e} m/s)")).unwrap_or_default();
-    let d = &world.domain.dims;
+    let d = &world.domain().dims;
     format!(
         "stiffgrain {}: {n_global} bodies on {} rank(s) ({}x{}x{} grid), solver {}, {span}{until}",
         env!("CARGO_PKG_VERSION"),
-        world.comm.size(),
+        world.comm().size(),
         d[0],
         d[1],
         d[2],
@@ -323,26 +322,14 @@ fn start_line(scene: &Scene, world: &World, clock: &Clock, n_global: u64, adapti
 /// run stops.
 fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, mut dt: f64, output: bool) -> Result<StepReport, RunError> {
     let mut earlier = StepReport::default();
-    let mut attempt = 0;
+    let (mut attempt, mut rolled_back) = (0, false);
     loop {
-        if attempt > 0 {
+        if rolled_back {
             let plan = solver.begin_step(world, time, dt, attempt);
             world.drop_contacts(&plan.drop);
             dt = plan.dt;
         }
-        let ctx = StepContext {
-            comm: world.comm,
-            scene: world.scene,
-            shapes: &world.shapes,
-            layout: &world.layout,
-            contacts: &world.contacts,
-            step,
-            time,
-            dt,
-            output,
-        };
-        let (bodies, forces, history) = (&mut world.bodies, &mut world.forces, &mut world.history);
-        let mut report = match world.timers.time("solve", || solver.step(&ctx, bodies, forces, history)) {
+        let mut report = match world.attempt((step, time, dt, output), |ctx, bodies, forces, history| solver.step(ctx, bodies, forces, history)) {
             Ok(r) => r,
             Err(e) => {
                 let path = write_checkpoint(world, solver, step - 1, time, dt)?;
@@ -350,8 +337,13 @@ fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, m
                 return Err(RunError::Solver { step, message });
             }
         };
-        check_finite(world, step)?;
         report.absorb(&earlier);
+        if let Some(retry) = report.retry.take() {
+            (dt, earlier, rolled_back) = (retry, report, false);
+            attempt += 1;
+            continue;
+        }
+        check_finite(world, step)?;
         if let Some(search) = solver.search(world, time, &report) {
             world.set_time(time + report.dt);
             world.search(search);
@@ -361,7 +353,7 @@ fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, m
             Review::Redo { dt: redo, distance } => {
                 world.set_time(time);
                 world.roll_back(distance);
-                (dt, earlier) = (redo, report);
+                (dt, earlier, rolled_back) = (redo, report, true);
                 attempt += 1;
             }
         }
@@ -370,12 +362,12 @@ fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, m
 
 /// Stops the run (on every rank) when an owned body's state is not finite.
 fn check_finite(world: &World, step: u64) -> Result<(), RunError> {
-    let b = &world.bodies;
+    let b = world.bodies();
     let bad: Vec<u64> = (0..world.n_owned())
         .filter(|&i| !(b.position[i].iter().all(|x| x.is_finite()) && b.velocity[i].iter().all(|x| x.is_finite())))
         .map(|i| b.id[i])
         .collect();
-    if parallel::all_ok(world.comm, bad.is_empty()) {
+    if parallel::all_ok(world.comm(), bad.is_empty()) {
         return Ok(());
     }
     if !bad.is_empty() {
@@ -387,11 +379,11 @@ fn check_finite(world: &World, step: u64) -> Result<(), RunError> {
 /// The largest speed of a surface point over all bodies, |v| + |ω| times the
 /// bounding radius (collective).
 fn largest_speed(world: &World) -> f64 {
-    let b = &world.bodies;
+    let b = world.bodies();
     let local = (0..world.n_owned())
-        .map(|i| b.velocity[i].norm() + b.angular_velocity[i].norm() * world.shapes.bounding_radius(b.shape[i]))
+        .map(|i| b.velocity[i].norm() + b.angular_velocity[i].norm() * world.shapes().bounding_radius(b.shape[i]))
         .fold(0.0, f64::max);
-    parallel::max_f64(world.comm, local)
+    parallel::max_f64(world.comm(), local)
 }
 
 /// Ends a run: reduces the timers over ranks, gathers the reactions, writes
@@ -405,12 +397,12 @@ fn finish(
     wall0: Instant,
     startup_max_bodies: u64,
 ) -> Result<Summary, RunError> {
-    let comm = world.comm;
+    let comm = world.comm();
     let (rank, ranks) = (comm.rank() as usize, comm.size() as usize);
-    let out_dir = &world.scene.output.dir;
+    let out_dir = &world.scene().output.dir;
     let wall_time = wall0.elapsed().as_secs_f64();
     let mut phases = BTreeMap::new();
-    for (name, secs) in world.timers.iter() {
+    for (name, secs) in world.timers().iter() {
         let max = parallel::max_f64(comm, secs);
         let min = -parallel::max_f64(comm, -secs);
         let mean = parallel::sum_f64(comm, secs) / ranks as f64;
@@ -420,17 +412,17 @@ fn finish(
     let startup_max_bodies = parallel::max_f64(comm, startup_max_bodies as f64) as u64;
     let summary = Summary {
         version: env!("CARGO_PKG_VERSION"),
-        solver: world.scene.simulation.solver.name(),
+        solver: world.scene().simulation.solver.name(),
         ranks,
         bodies: n_global,
         steps: clock.step,
         time: clock.time,
         reached_static: clock.quiet >= STATIC_STEPS,
-        contacts: parallel::sum_u64(comm, world.contacts.len() as u64),
+        contacts: parallel::sum_u64(comm, world.contacts().len() as u64),
         candidate_pairs: parallel::sum_u64(comm, world.candidate_pairs() as u64),
-        rebuilds: world.rebuilds,
-        rebalances: world.rebalances,
-        bodies_migrated: parallel::sum_u64(comm, world.migrated),
+        rebuilds: world.rebuilds(),
+        rebalances: world.rebalances(),
+        bodies_migrated: parallel::sum_u64(comm, world.migrated()),
         owned_bodies: parallel::memory::min_mean_max(comm, world.n_owned() as f64),
         work_per_rank: parallel::memory::min_mean_max(comm, world.work().iter().sum()),
         kinetic_energy: world.kinetic_energy(),
@@ -475,7 +467,7 @@ fn finish(
             "done: steps {}..{} in {wall_time:.2} s ({} neighbour rebuilds); wrote {}",
             clock.first_step + 1,
             clock.step,
-            world.rebuilds,
+            world.rebuilds(),
             out_dir.display()
         );
     }
@@ -499,10 +491,10 @@ fn stop_requested() -> bool {
 }
 
 fn write_checkpoint(world: &World, solver: &dyn Solver, step: u64, time: f64, dt: f64) -> Result<PathBuf, RunError> {
-    let (comm, scene) = (world.comm, world.scene);
+    let (comm, scene) = (world.comm(), world.scene());
     let dir = &scene.output.dir;
     let path = io::checkpoint_path(dir, step);
-    io::write_checkpoint(comm, &path, step, time, dt, scene, &world.bodies, world.n_owned(), &solver.state(), &world.history.tables())?;
+    io::write_checkpoint(comm, &path, step, time, dt, scene, world.bodies(), world.n_owned(), &solver.state(), &world.history().tables())?;
     if comm.rank() == 0 {
         io::prune_checkpoints(dir, scene.output.checkpoint_keep)?;
         log::info!("checkpoint {}", path.display());

@@ -4,32 +4,12 @@
 //! reads what the solver contributes to output, summary and checkpoints
 //! through the remaining hooks. Every hook but `step` has a default.
 use crate::body::Bodies;
-use crate::contact::{ContactShapes, Contacts};
+use crate::contact::Contacts;
 use crate::io::SolverState;
-use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
-use crate::scene::Scene;
 pub use crate::history::{Column, History, HistorySpec};
 pub use crate::io::ContactField;
-pub use crate::world::{ContactForces, Search, World};
-
-/// Everything a solver reads in one step. Bodies `0..layout.n_owned` are
-/// owned, the rest are ghosts (read-only copies of other ranks' bodies).
-pub struct StepContext<'a> {
-    pub comm: &'a Comm,
-    pub scene: &'a Scene,
-    pub shapes: &'a ContactShapes,
-    pub layout: &'a Layout,
-    /// This rank's contacts: each global contact exists on exactly one rank,
-    /// the owner of its smaller-id body. `ib` may index a ghost or be a wall.
-    pub contacts: &'a Contacts,
-    pub step: u64,
-    pub time: f64,
-    pub dt: f64,
-    /// The step's results are written (a frame, or the end of the run): a
-    /// solver computes the diagnostics it only needs for output now.
-    pub output: bool,
-}
+pub use crate::world::{ContactForces, Search, StepContext, World};
 
 /// What a step reports for the thermo line and summary.json.
 #[derive(Clone, Debug, Default)]
@@ -42,6 +22,10 @@ pub struct StepReport {
     pub linear_iterations: u64,
     /// Attempts of this step that were rejected and redone with a shorter Δt.
     pub rejected: u64,
+    /// The attempt was not taken (bodies, forces and history untouched):
+    /// the driver takes it again with this Δt (an adaptive solver's
+    /// rejected step).
+    pub retry: Option<f64>,
     /// Seconds of the step spent in named parts of the solve, timed as
     /// phases of their own in summary.json (compatible-cd: "compatibility").
     pub phases: Vec<(&'static str, f64)>,
@@ -88,8 +72,11 @@ pub enum SolverError {
     Petsc(#[from] crate::petsc::PetscError),
     #[error("not converged after {iterations} iterations (residual {residual:e})")]
     NotConverged { iterations: u64, residual: f64 },
+    /// A solver's own failure (its error type at its edge).
     #[error("{0}")]
-    Other(String),
+    Step(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("Newton failed at the smallest time step dt_min = {dt:e} (t = {time:e})")]
+    SmallestStep { dt: f64, time: f64 },
 }
 
 /// A checkpoint's solver state this solver cannot take.

@@ -2,6 +2,7 @@
 //! phase of the time step, started and stopped around each call. Each phase
 //! is also a PETSc log stage, so `-log_view` splits PETSc's work the same way.
 use crate::petsc::log::Stage;
+use std::cell::Cell;
 use std::time::Instant;
 
 /// The phases of one time step, in ARCHITECTURE.md order; a solver adds
@@ -11,14 +12,16 @@ pub const PHASES: [&str; 7] = ["migration", "ghost_exchange", "broad_phase", "na
 /// Accumulated seconds per phase on this rank.
 pub struct Timers {
     names: Vec<&'static str>,
-    seconds: Vec<f64>,
+    /// Cells: a phase is timed around work that reads the state holding
+    /// the timers.
+    seconds: Vec<Cell<f64>>,
     /// PETSc stages of `PHASES`, registered when PETSc is initialised.
     stages: Option<Vec<Stage>>,
 }
 
 impl Default for Timers {
     fn default() -> Self {
-        Self { names: PHASES.to_vec(), seconds: vec![0.0; PHASES.len()], stages: None }
+        Self { names: PHASES.to_vec(), seconds: vec![Cell::new(0.0); PHASES.len()], stages: None }
     }
 }
 
@@ -36,7 +39,7 @@ impl Timers {
     pub fn add_phase(&mut self, name: &'static str) {
         if !self.names.contains(&name) {
             self.names.push(name);
-            self.seconds.push(0.0);
+            self.seconds.push(Cell::new(0.0));
         }
     }
 
@@ -45,25 +48,25 @@ impl Timers {
     }
 
     /// Runs `f` and adds its wall time to `phase`.
-    pub fn time<T>(&mut self, phase: &str, f: impl FnOnce() -> T) -> T {
+    pub fn time<T>(&self, phase: &str, f: impl FnOnce() -> T) -> T {
         let k = self.index(phase);
         let guard = self.stages.as_ref().and_then(|s| s.get(k)).and_then(|s| s.push().ok());
         let t0 = Instant::now();
         let out = f();
-        self.seconds[k] += t0.elapsed().as_secs_f64();
+        self.seconds[k].set(self.seconds[k].get() + t0.elapsed().as_secs_f64());
         drop(guard);
         out
     }
 
     /// Moves `seconds` measured inside phase `from` to phase `to`.
-    pub fn reassign(&mut self, from: &str, to: &str, seconds: f64) {
-        let (from, to) = (self.index(from), self.index(to));
-        self.seconds[from] -= seconds;
-        self.seconds[to] += seconds;
+    pub fn reassign(&self, from: &str, to: &str, seconds: f64) {
+        let (from, to) = (&self.seconds[self.index(from)], &self.seconds[self.index(to)]);
+        from.set(from.get() - seconds);
+        to.set(to.get() + seconds);
     }
 
     /// (phase, seconds) pairs.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
-        self.names.iter().copied().zip(self.seconds.iter().copied())
+        self.names.iter().copied().zip(self.seconds.iter().map(Cell::get))
     }
 }

@@ -25,37 +25,57 @@ pub struct ContactForces {
     pub f_t: Vec<Vector3<f64>>,
 }
 
-/// One rank's share of the scene and of the step's contacts.
-pub struct World<'a> {
+/// Everything a solver reads in one step. Bodies `0..layout.n_owned` are
+/// owned, the rest are ghosts (read-only copies of other ranks' bodies).
+pub struct StepContext<'a> {
     pub comm: &'a Comm,
     pub scene: &'a Scene,
-    pub domain: Domain,
-    pub bodies: Bodies,
-    pub layout: Layout,
-    pub shapes: ContactShapes,
-    pub contacts: Contacts,
-    pub forces: ContactForces,
+    pub shapes: &'a ContactShapes,
+    pub layout: &'a Layout,
+    /// This rank's contacts: each global contact exists on exactly one rank,
+    /// the owner of its smaller-id body. `ib` may index a ghost or be a wall.
+    pub contacts: &'a Contacts,
+    pub step: u64,
+    pub time: f64,
+    pub dt: f64,
+    /// The step's results are written (a frame, or the end of the run): a
+    /// solver computes the diagnostics it only needs for output now.
+    pub output: bool,
+}
+
+/// One rank's share of the scene and of the step's contacts. The driver
+/// moves it through the stages; solvers read it through the accessors and
+/// change it only through the requests of their hooks.
+pub struct World<'a> {
+    comm: &'a Comm,
+    scene: &'a Scene,
+    domain: Domain,
+    bodies: Bodies,
+    layout: Layout,
+    shapes: ContactShapes,
+    contacts: Contacts,
+    forces: ContactForces,
     /// What solvers keep between steps, carried with the bodies.
-    pub history: History,
+    history: History,
     /// The owned bodies and history at the start of the step being taken,
     /// to roll back to ([`World::begin_step`]).
     start: Option<(Bodies, History)>,
     /// A body migrated during the last [`World::search`].
     search_migrated: bool,
     verlet: VerletList,
-    pub params: DetectParams,
+    params: DetectParams,
     /// Per-body closed depths of the mesh search, in place of
     /// `params.mesh_depth` (a solver's, see [`crate::contact::BodyDepths`]).
-    pub body_depths: Option<BodyDepths>,
+    body_depths: Option<BodyDepths>,
     /// Owned positions when the ghost lists were last built.
     reference: Vec<Vector3<f64>>,
-    pub timers: Timers,
+    timers: Timers,
     /// Neighbour-list rebuilds (migrate + borders) so far (the same on every rank).
-    pub rebuilds: u64,
+    rebuilds: u64,
     /// RCB rebalances so far.
-    pub rebalances: u64,
+    rebalances: u64,
     /// Bodies this rank sent to another owner so far.
-    pub migrated: u64,
+    migrated: u64,
     /// Per contact of `contacts`: (a fixed, b fixed or a wall), taken at
     /// detection — a search after the step may migrate bodies and leave the
     /// step's local indices stale before the reactions are summed.
@@ -123,6 +143,99 @@ impl<'a> World<'a> {
         world.layout.n_owned = n;
         world.neighbours(true);
         world
+    }
+
+    /// One attempt of a step: `f` gets what the step reads and the bodies,
+    /// forces and history it writes; timed as "solve".
+    pub fn attempt<T>(
+        &mut self,
+        (step, time, dt, output): (u64, f64, f64, bool),
+        f: impl FnOnce(&StepContext, &mut Bodies, &mut ContactForces, &mut History) -> T,
+    ) -> T {
+        let ctx = StepContext {
+            comm: self.comm,
+            scene: self.scene,
+            shapes: &self.shapes,
+            layout: &self.layout,
+            contacts: &self.contacts,
+            step,
+            time,
+            dt,
+            output,
+        };
+        let (bodies, forces, history) = (&mut self.bodies, &mut self.forces, &mut self.history);
+        self.timers.time("solve", || f(&ctx, bodies, forces, history))
+    }
+
+    pub fn comm(&self) -> &'a Comm {
+        self.comm
+    }
+
+    pub fn scene(&self) -> &'a Scene {
+        self.scene
+    }
+
+    /// The process grid (rank boxes).
+    pub fn domain(&self) -> &Domain {
+        &self.domain
+    }
+
+    /// Owned bodies, then ghosts.
+    pub fn bodies(&self) -> &Bodies {
+        &self.bodies
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn shapes(&self) -> &ContactShapes {
+        &self.shapes
+    }
+
+    /// The step's contacts.
+    pub fn contacts(&self) -> &Contacts {
+        &self.contacts
+    }
+
+    /// The step's contact forces.
+    pub fn forces(&self) -> &ContactForces {
+        &self.forces
+    }
+
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Takes a checkpoint's history tables (this rank's slab of each) to
+    /// the owners of their bodies. Collective.
+    pub fn adopt_history(&mut self, tables: &[(String, crate::io::FlatRecords)]) {
+        let owned = self.bodies.id[..self.layout.n_owned].to_vec();
+        self.history.adopt(self.comm, tables, &owned);
+    }
+
+    pub fn timers(&self) -> &Timers {
+        &self.timers
+    }
+
+    /// Adds a solver's own phase to the timers.
+    pub fn add_phase(&mut self, name: &'static str) {
+        self.timers.add_phase(name);
+    }
+
+    /// Neighbour-list rebuilds (migrate + borders) so far, the same on every rank.
+    pub fn rebuilds(&self) -> u64 {
+        self.rebuilds
+    }
+
+    /// RCB rebalances so far.
+    pub fn rebalances(&self) -> u64 {
+        self.rebalances
+    }
+
+    /// Bodies this rank sent to another owner so far.
+    pub fn migrated(&self) -> u64 {
+        self.migrated
     }
 
     /// Candidate pairs (body–body and body–wall) in this rank's Verlet list.

@@ -43,7 +43,7 @@ pub struct NightOwl {
 /// projection through a thin tip or across a concave region (§3.6), not a
 /// contact (it would end every step at once: "gap closed").
 pub fn closed_mesh_pairs(world: &World) -> (Vec<usize>, HashSet<ContactKey>) {
-    let c = &world.contacts;
+    let c = world.contacts();
     let closed: Vec<usize> = (0..c.len()).filter(|&k| c.gap[k] <= 0.0 && world.is_mesh_pair(c, k)).collect();
     for &k in &closed {
         log::debug!("dropped mesh pair {}-{} (sub {} {}) with closed gap {:e}", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k]);
@@ -57,13 +57,13 @@ pub fn closed_mesh_pairs(world: &World) -> (Vec<usize>, HashSet<ContactKey>) {
 /// bounding radius times the rotation angle. A gap changes by at most the
 /// sum of its two bodies' values.
 pub fn displacements(world: &World, start: &Bodies) -> Vec<f64> {
-    let (b, n) = (&world.bodies, world.n_owned());
+    let (b, n) = (world.bodies(), world.n_owned());
     assert_eq!(n, start.len(), "the owned bodies changed within the step");
     (0..n)
         .map(|i| {
-            let turn = match world.shapes.shape(b.shape[i]) {
+            let turn = match world.shapes().shape(b.shape[i]) {
                 Shape::Sphere { .. } => 0.0,
-                Shape::Mesh(_) => world.shapes.bounding_radius(b.shape[i]) * (b.orientation[i] * start.orientation[i].inverse()).angle(),
+                Shape::Mesh(_) => world.shapes().bounding_radius(b.shape[i]) * (b.orientation[i] * start.orientation[i].inverse()).angle(),
             };
             (b.position[i] - start.position[i]).norm() + turn
         })
@@ -74,8 +74,8 @@ pub fn displacements(world: &World, start: &Bodies) -> Vec<f64> {
 /// their owners), by body id; bodies not named take the largest of all,
 /// `largest`. Collective.
 pub fn step_displacements(world: &World, owned: &[f64], largest: f64) -> BodyDepths {
-    let ghosts = forward_values(world.comm, &world.layout, owned, 1);
-    let by_id = world.bodies.id.iter().copied().zip(owned.iter().chain(&ghosts).copied()).collect();
+    let ghosts = forward_values(world.comm(), world.layout(), owned, 1);
+    let by_id = world.bodies().id.iter().copied().zip(owned.iter().chain(&ghosts).copied()).collect();
     BodyDepths { by_id, default: largest }
 }
 
@@ -92,8 +92,7 @@ pub fn step_displacements(world: &World, owned: &[f64], largest: f64) -> BodyDep
 /// its two bodies' was closed at the start already, a projection through a
 /// thin tip, no owl.
 pub fn owls_after_step(world: &World, start: &Bodies, closed: &HashSet<ContactKey>, gbar: f64, floor: f64, moved: &BodyDepths) -> Vec<NightOwl> {
-    let World { comm, contacts: c, bodies, layout, .. } = world;
-    let comm: &Comm = comm;
+    let (comm, c, bodies, layout) = (world.comm(), world.contacts(), world.bodies(), world.layout());
     let new_list = world.next_contacts().expect("the driver ran the search");
     // A contact lives on the owner of its body a. Without a migration the
     // step's list here holds every pair of the new list's a; a body that

@@ -16,6 +16,15 @@ use crate::petsc::{self, InsertMode, Mat, PetscInt, Snes, Vector};
 use crate::solver::{SolverError, StepContext};
 use nalgebra::Vector3;
 
+/// Why an evaluation of the Newton problem failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("PETSc: {0}")]
+    Petsc(#[from] crate::petsc::PetscError),
+    #[error("contact {}-{} (sub {} {}): gap closed (gap at detection {gap:e})", key.a, key.b, key.sub_a, key.sub_b)]
+    GapClosed { key: crate::contact::ContactKey, gap: f64 },
+}
+
 /// Newton also stops when ‖F‖ is within this factor of the round-off floor
 /// of the residual (see [`Problem::residual`]).
 pub(super) const FLOOR_FACTOR: f64 = 64.0;
@@ -91,8 +100,8 @@ impl Problem<'_> {
     }
 
     /// Increments of every local body (owned from `x`, ghosts forwarded).
-    pub(super) fn local_increments(&self, x: &Vector) -> Result<Vec<f64>, String> {
-        let owned: Vec<f64> = x.view().map_err(|e| e.to_string())?.to_vec();
+    pub(super) fn local_increments(&self, x: &Vector) -> Result<Vec<f64>, EvalError> {
+        let owned: Vec<f64> = x.view()?.to_vec();
         let ghosts = forward_values(self.ctx.comm, self.ctx.layout, &owned, 6);
         let mut all = owned;
         all.extend(ghosts);
@@ -131,10 +140,10 @@ impl Problem<'_> {
         gap: Gap,
         want: Want,
         kt: Option<&mut Mat12>,
-    ) -> Result<(NormalEval, Option<FrictionEval>), String> {
+    ) -> Result<(NormalEval, Option<FrictionEval>), EvalError> {
         let e = normal_at(&self.elements[k], &self.law, self.zeta, self.dt, gap).ok_or_else(|| {
             let c = &self.ctx.contacts;
-            format!("contact {}-{} (sub {} {}): gap closed (gap at detection {:e})", c.a[k], c.b[k], c.sub_a[k], c.sub_b[k], c.gap[k])
+            EvalError::GapClosed { key: c.key(k), gap: c.gap[k] }
         })?;
         let t = match &self.tangential[k] {
             Some(te) if e.force > 0.0 => {
@@ -197,28 +206,28 @@ impl Problem<'_> {
     /// shrinks (inertia ∝ 1/Δt²): Newton then stagnates there and the step
     /// would be rejected again and again (the 2-rank crowd of tests/dem.rs
     /// died at dt_min this way).
-    pub(super) fn residual(&self, x: &Vector, f: &mut Vector) -> Result<(), String> {
+    pub(super) fn residual(&self, x: &Vector, f: &mut Vector) -> Result<(), EvalError> {
         let all = self.local_increments(x)?;
         // The same iterate on every rank (residual_at is collective: a rank
         // whose own increments did not change must not skip it alone).
         let hit = self.last_residual.borrow().as_ref().is_some_and(|(at, _, _)| *at == all);
         if parallel::all_ok(self.ctx.comm, hit) {
             if let Some((_, vals, floor)) = self.last_residual.borrow().as_ref() {
-                f.view_mut().map_err(|e| e.to_string())?.copy_from_slice(vals);
+                f.view_mut()?.copy_from_slice(vals);
                 self.floor.set(*floor);
             }
             return Ok(());
         }
         self.residual_at(&all, f)?;
-        let vals = f.view().map_err(|e| e.to_string())?.to_vec();
+        let vals = f.view()?.to_vec();
         *self.last_residual.borrow_mut() = Some((all, vals, self.floor.get()));
         Ok(())
     }
 
     /// The residual at the local increments `all` (see [`Self::residual`]).
-    pub(super) fn residual_at(&self, all: &[f64], f: &mut Vector) -> Result<(), String> {
+    pub(super) fn residual_at(&self, all: &[f64], f: &mut Vector) -> Result<(), EvalError> {
         let n = self.n_owned();
-        f.zero().map_err(|e| e.to_string())?;
+        f.zero()?;
         let mut idx: Vec<PetscInt> = Vec::with_capacity(6 * n);
         let mut val: Vec<f64> = Vec::with_capacity(6 * n);
         let mut scale = vec![0.0; all.len()];
@@ -296,8 +305,8 @@ impl Problem<'_> {
         }
         let local: f64 = scale.iter().map(|s| s * s).sum();
         self.floor.set(f64::EPSILON * parallel::sum_f64(self.ctx.comm, local).sqrt());
-        f.set_values(&idx, &val, InsertMode::Add).map_err(|e| e.to_string())?;
-        f.assemble().map_err(|e| e.to_string())
+        f.set_values(&idx, &val, InsertMode::Add)?;
+        Ok(f.assemble()?)
     }
 
     /// The Jacobian at `x`. `pattern`: the first assembly of `a` (at the
@@ -305,10 +314,10 @@ impl Problem<'_> {
     /// [`Self::moving_on`]'s friction branches), which inserts a (zero)
     /// block for every listed contact so that the nonzero pattern holds for
     /// the whole solve; later assemblies skip open contacts.
-    pub(super) fn jacobian(&self, x: &Vector, a: &mut Mat, pattern: bool) -> Result<(), String> {
+    pub(super) fn jacobian(&self, x: &Vector, a: &mut Mat, pattern: bool) -> Result<(), EvalError> {
         let all = self.local_increments(x)?;
         let n = self.n_owned();
-        a.zero_entries().map_err(|e| e.to_string())?;
+        a.zero_entries()?;
         for i in 0..n {
             let u = Vector3::new(all[6 * i], all[6 * i + 1], all[6 * i + 2]);
             let al = Vector3::new(all[6 * i + 3], all[6 * i + 4], all[6 * i + 5]);
@@ -326,10 +335,10 @@ impl Problem<'_> {
                 for part in 0..2 {
                     let blk = k.fixed_view::<3, 3>(3 * part, 3 * part).transpose();
                     let r = 2 * bi + part as PetscInt;
-                    a.set_values_blocked(&[r], &[r], blk.as_slice(), InsertMode::Add).map_err(|e| e.to_string())?;
+                    a.set_values_blocked(&[r], &[r], blk.as_slice(), InsertMode::Add)?;
                 }
             } else {
-                a.set_values_blocked(&[bi], &[bi], k.transpose().as_slice(), InsertMode::Add).map_err(|e| e.to_string())?;
+                a.set_values_blocked(&[bi], &[bi], k.transpose().as_slice(), InsertMode::Add)?;
             }
         }
         let gaps = self.gaps_at(&all);
@@ -390,28 +399,28 @@ impl Problem<'_> {
                     }
                 }
                 let rows = [2 * self.dof(ia), if ib == WALL_INDEX { 0 } else { 2 * self.dof(ib) }];
-                a.set_values_blocked(&rows[..sides.len()], &rows[..sides.len()], &vals[..m * m], InsertMode::Add).map_err(|e| e.to_string())?;
+                a.set_values_blocked(&rows[..sides.len()], &rows[..sides.len()], &vals[..m * m], InsertMode::Add)?;
             } else if ib == WALL_INDEX {
                 for r in 0..6 {
                     for c in 0..6 {
                         vals[6 * r + c] = t[(r, c)];
                     }
                 }
-                a.set_values_blocked(&[self.dof(ia)], &[self.dof(ia)], &vals[..36], InsertMode::Add).map_err(|e| e.to_string())?;
+                a.set_values_blocked(&[self.dof(ia)], &[self.dof(ia)], &vals[..36], InsertMode::Add)?;
             } else {
                 vals.copy_from_slice(t.transpose().as_slice());
                 let rows = [self.dof(ia), self.dof(ib)];
-                a.set_values_blocked(&rows, &rows, &vals, InsertMode::Add).map_err(|e| e.to_string())?;
+                a.set_values_blocked(&rows, &rows, &vals, InsertMode::Add)?;
             }
         }
-        a.assemble().map_err(|e| e.to_string())
+        Ok(a.assemble()?)
     }
 
     /// Largest factor s ≤ 1 such that the step x → x − s y keeps every gap
     /// above `fraction` of its value at x, by the linear prediction (a lower
     /// bound for the linear and convex gaps; for the exact mesh gaps a
     /// closed gap on the way is a domain error and the step is redone).
-    pub(super) fn step_limit(&self, x: &Vector, y: &Vector, fraction: f64) -> Result<f64, String> {
+    pub(super) fn step_limit(&self, x: &Vector, y: &Vector, fraction: f64) -> Result<f64, EvalError> {
         let all = self.local_increments(x)?;
         let dir = self.local_increments(y)?;
         let mut s: f64 = 1.0;
@@ -438,13 +447,13 @@ impl Problem<'_> {
     /// iterations). Stops once |h| ≤ h(0)/2 (a curvature condition), or at a
     /// direction that is no descent (h(0) ≤ 0, nonsymmetric tangents with
     /// friction): then s.
-    pub(super) fn energy_step(&self, x: &Vector, y: &Vector, s: f64) -> Result<f64, String> {
-        let mut w = x.duplicate().map_err(|e| e.to_string())?;
-        let mut fw = x.duplicate().map_err(|e| e.to_string())?;
-        let mut h = |lambda: f64| -> Result<f64, String> {
-            w.waxpy(-lambda, y, x).map_err(|e| e.to_string())?;
+    pub(super) fn energy_step(&self, x: &Vector, y: &Vector, s: f64) -> Result<f64, EvalError> {
+        let mut w = x.duplicate()?;
+        let mut fw = x.duplicate()?;
+        let mut h = |lambda: f64| -> Result<f64, EvalError> {
+            w.waxpy(-lambda, y, x)?;
             self.residual(&w, &mut fw)?;
-            let v = y.dot(&fw).map_err(|e| e.to_string())?;
+            let v = y.dot(&fw)?;
             // A closed gap (NaN residual) lies beyond the minimum.
             Ok(if v.is_nan() { f64::NEG_INFINITY } else { v })
         };
@@ -548,11 +557,11 @@ pub(super) fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: b
         pattern = false;
         r
     })?;
-    snes.set_line_search_precheck(move |x: &Vector, y: &mut Vector| -> Result<bool, String> {
+    snes.set_line_search_precheck(move |x: &Vector, y: &mut Vector| -> Result<bool, EvalError> {
         let s = prob.step_limit(x, y, fraction)?;
         let s = if energy { prob.energy_step(x, y, s)? } else { s };
         if s < 1.0 {
-            y.scale(s).map_err(|e| e.to_string())?;
+            y.scale(s)?;
             Ok(true)
         } else {
             Ok(false)
@@ -560,7 +569,7 @@ pub(super) fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: b
     })?;
     // Converged also at the round-off floor of the residual (same value on
     // every rank: the floor is a global sum and ‖F‖ is global).
-    snes.set_extra_convergence(|_it, fnorm: f64| -> Result<bool, String> { Ok(fnorm <= FLOOR_FACTOR * prob.floor.get()) })?;
+    snes.set_extra_convergence(|_it, fnorm: f64| -> Result<bool, EvalError> { Ok(fnorm <= FLOOR_FACTOR * prob.floor.get()) })?;
     snes.set_tolerances(Some(d.newton_tolerance), Some(1e-30), Some(0.0), Some(d.newton_max_iterations as PetscInt), Some(100_000))?;
     snes.set_from_options()?;
     let result = snes.solve(None, &mut x);

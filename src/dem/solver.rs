@@ -152,13 +152,13 @@ impl Solver for DemSolver {
             }
             return Plan { dt, drop };
         }
-        let tol = 1e-9 * world.scene.simulation.dt;
-        let dt = world.scene.walls.iter().filter(|w| w.until > time + tol).fold(dt, |dt, w| dt.min(w.until - time));
+        let tol = 1e-9 * world.scene().simulation.dt;
+        let dt = world.scene().walls.iter().filter(|w| w.until > time + tol).fold(dt, |dt, w| dt.min(w.until - time));
         self.start = Some(StepStart {
             dt: self.dt,
             closed,
             dt_try: dt,
-            distance: world.scene.contact.distance,
+            distance: world.scene().contact.distance,
             redos: 0,
             widened: 0,
         });
@@ -176,7 +176,7 @@ impl Solver for DemSolver {
     /// (its step moved 30× the mean on the tetrapod collapse). A redo
     /// starts from the one depth of all pairs.
     fn search(&mut self, world: &World, time: f64, report: &StepReport) -> Option<Search> {
-        let (comm, scene) = (world.comm, world.scene);
+        let (comm, scene) = (world.comm(), world.scene());
         let d = &scene.dem;
         let start = world.step_start()?;
         // A gap changes by at most the two bodies' displacements.
@@ -200,7 +200,7 @@ impl Solver for DemSolver {
     /// larger contact distance for new pairs, with half the Δt for a
     /// degeneration found below the penetration floor.
     fn review(&mut self, world: &World, _time: f64, report: &StepReport) -> Review {
-        let (comm, scene) = (world.comm, world.scene);
+        let (comm, scene) = (world.comm(), world.scene());
         let d = &scene.dem;
         let (Some(start), Some((moved, reach)), Some(start_bodies)) = (self.start.as_mut(), self.moved.take(), world.step_start()) else {
             return Review::Accept;
@@ -279,6 +279,7 @@ impl Solver for DemSolver {
         let law = NormalLaw::new(d.eps1, d.n1, d.n2, d.gbar, d.f).with_damping_cap(d.damping_cap);
         let elements = elements(ctx, bodies);
         let tangentials = tangential_elements(ctx, bodies, &elements, history);
+        // A retry of this step has ctx.dt below the Δt it failed with.
         let mut dt = self.dt.min(d.dt_max).min(ctx.dt);
         // Δt control for impacts, ahead of the step: the largest Δt at which
         // no closing contact changes its gap by more than `gap_change` of
@@ -289,174 +290,162 @@ impl Solver for DemSolver {
         if ahead < dt {
             dt = ahead.max(d.dt_min);
         }
-        let mut iterations = 0u64;
-        let (mut linear, rejected_before) = (0u64, self.rejected);
+        let (mut iterations, mut linear) = (0u64, 0u64);
         // `[[load]]`s by body id: whichever rank owns the body applies it.
         let loads: HashMap<u64, &crate::scene::Load> = ctx.scene.loads.iter().map(|l| (l.body, l)).collect();
-        loop {
-            let nm = Newmark::new(d.beta, d.gamma, dt);
-            let states: Vec<RigidState> = (0..n)
-                .map(|i| {
-                    let (acc, wacc) = acceleration(history, bodies, i, &g);
-                    // External loads at configuration i+1 (implicit, eqs 23–24):
-                    // the ramp at t + Δt; the body-frame point turned to the
-                    // world frame at i (rigid::residual turns it on by Q^Δ).
-                    let (moment, point_force, point_offset) = match loads.get(&bodies.id[i]) {
-                        Some(l) => {
-                            let s = l.factor(ctx.time + dt);
-                            (s * l.moment, s * l.force, bodies.orientation[i] * l.point)
-                        }
-                        None => (Vector3::zeros(), Vector3::zeros(), Vector3::zeros()),
-                    };
-                    RigidState {
-                        mass: bodies.mass[i],
-                        inertia: bodies.world_inertia(i),
-                        velocity: bodies.velocity[i],
-                        acceleration: acc,
-                        angular_velocity: bodies.angular_velocity[i],
-                        angular_acceleration: wacc,
-                        force: bodies.mass[i] * g,
-                        moment,
-                        point_force,
-                        point_offset,
+        let nm = Newmark::new(d.beta, d.gamma, dt);
+        let states: Vec<RigidState> = (0..n)
+            .map(|i| {
+                let (acc, wacc) = acceleration(history, bodies, i, &g);
+                // External loads at configuration i+1 (implicit, eqs 23–24):
+                // the ramp at t + Δt; the body-frame point turned to the
+                // world frame at i (rigid::residual turns it on by Q^Δ).
+                let (moment, point_force, point_offset) = match loads.get(&bodies.id[i]) {
+                    Some(l) => {
+                        let s = l.factor(ctx.time + dt);
+                        (s * l.moment, s * l.force, bodies.orientation[i] * l.point)
                     }
+                    None => (Vector3::zeros(), Vector3::zeros(), Vector3::zeros()),
+                };
+                RigidState {
+                    mass: bodies.mass[i],
+                    inertia: bodies.world_inertia(i),
+                    velocity: bodies.velocity[i],
+                    acceleration: acc,
+                    angular_velocity: bodies.angular_velocity[i],
+                    angular_acceleration: wacc,
+                    force: bodies.mass[i] * g,
+                    moment,
+                    point_force,
+                    point_offset,
+                }
+            })
+            .collect();
+        let prob = Problem {
+            ctx,
+            bodies,
+            states,
+            elements: elements.clone(),
+            law,
+            zeta: d.damping,
+            dt,
+            nm,
+            floor: std::cell::Cell::new(0.0),
+            gaps: Default::default(),
+            last_residual: Default::default(),
+            bs: std::cell::Cell::new(6),
+            tangential: tangentials.clone(),
+            tangent_kind: d.tangent,
+            first_tangent: d.first_tangent,
+            wall_shift: (0..ctx.contacts.len())
+                .map(|k| {
+                    let c = ctx.contacts;
+                    let wall = (c.ib[k] == WALL_INDEX).then(|| ctx.scene.walls.get((c.b[k] - WALL_ID_BASE) as usize)).flatten();
+                    wall.map_or_else(Vector3::zeros, |w| w.displacement(ctx.time, dt))
                 })
-                .collect();
-            let prob = Problem {
-                ctx,
-                bodies,
-                states,
-                elements: elements.clone(),
-                law,
-                zeta: d.damping,
-                dt,
-                nm,
-                floor: std::cell::Cell::new(0.0),
-                gaps: Default::default(),
-                last_residual: Default::default(),
-                bs: std::cell::Cell::new(6),
-                tangential: tangentials.clone(),
-                tangent_kind: d.tangent,
-                first_tangent: d.first_tangent,
-                wall_shift: (0..ctx.contacts.len())
-                    .map(|k| {
-                        let c = ctx.contacts;
-                        let wall = (c.ib[k] == WALL_INDEX).then(|| ctx.scene.walls.get((c.b[k] - WALL_ID_BASE) as usize)).flatten();
-                        wall.map_or_else(Vector3::zeros, |w| w.displacement(ctx.time, dt))
-                    })
-                    .collect(),
-            };
-            let (ok, its, lits, x) = solve(&prob, d, false)?;
+                .collect(),
+        };
+        let (ok, its, lits, x) = solve(&prob, d, false)?;
+        iterations += its as u64;
+        linear += lits;
+        // Friction makes the residual jump where a contact turns from
+        // stick to slip with μ_d < μ_s (the force drops from μ_s f_n to
+        // μ_d f_n): backtracking then creeps towards the jump in ever
+        // shorter steps and never crosses it, at any Δt (the sliding
+        // block of §3.3 died at dt_min). Full Newton steps cross it.
+        let (ok, x) = if ok {
+            (ok, x)
+        } else {
+            let (ok, its, lits, x) = solve(&prob, d, true)?;
             iterations += its as u64;
             linear += lits;
-            // Friction makes the residual jump where a contact turns from
-            // stick to slip with μ_d < μ_s (the force drops from μ_s f_n to
-            // μ_d f_n): backtracking then creeps towards the jump in ever
-            // shorter steps and never crosses it, at any Δt (the sliding
-            // block of §3.3 died at dt_min). Full Newton steps cross it.
-            let (ok, x) = if ok {
-                (ok, x)
-            } else {
-                let (ok, its, lits, x) = solve(&prob, d, true)?;
-                iterations += its as u64;
-                linear += lits;
-                if ok {
-                    log::debug!("dem: step {}: converged with full Newton steps after backtracking failed", ctx.step);
-                }
-                (ok, x)
-            };
-            let x = if ok { Some(x) } else { None };
-            // Penetration test (§2.4.7): every gap positive, no normal flipped.
-            let accepted = match &x {
-                Some(x) => {
-                    let all = prob.local_increments(x).map_err(SolverError::Other)?;
-                    let fine = (0..ctx.contacts.len()).all(|k| {
-                        let (gk, _, nk) = super::assemble::gap_grad(&prob.elements[k].kin, &prob.x12(&all, k));
-                        gk > 0.0 && nk.dot(&prob.elements[k].n_start) > 0.0
-                    });
-                    parallel::all_ok(ctx.comm, fine).then_some(all)
-                }
-                None => None,
-            };
-            // Δt control for impacts: the largest |Δg| / (gap_change · min(g^i,
-            // g^{i+1})) over contacts active at either end (global). Above
-            // REJECT_RATIO the step is redone shorter; the next Δt aims at 1.
-            let ratio = match &accepted {
-                Some(all) => {
-                    let local = (0..ctx.contacts.len())
-                        .map(|k| {
-                            let g0 = prob.elements[k].g_start;
-                            let (g1, ..) = super::assemble::gap_grad(&prob.elements[k].kin, &prob.x12(all, k));
-                            let gmin = g0.min(g1);
-                            if gmin < law.gbar {
-                                (g1 - g0).abs() / (d.gap_change * gmin)
-                            } else {
-                                0.0
-                            }
-                        })
-                        .fold(0.0, f64::max);
-                    parallel::max_f64(ctx.comm, local)
-                }
-                None => 0.0,
-            };
-            let accepted = if ratio > REJECT_RATIO && dt > d.dt_min * (1.0 + 1e-12) {
-                self.rejected += 1;
-                dt = (dt * (0.8 / ratio).max(0.1)).max(d.dt_min);
-                log::debug!("dem: step {}: gap change {ratio:.2} x the allowed, retrying with dt = {dt:e}", ctx.step);
-                continue;
-            } else {
-                accepted
-            };
-            match accepted {
-                Some(all) => {
-                    let mut f_n = Vec::with_capacity(ctx.contacts.len());
-                    let mut f_t = Vec::with_capacity(ctx.contacts.len());
-                    let mut friction = HashMap::new();
-                    let (gt_col, normal_col, sliding_col) = (history.contact.col(GAP_T), history.contact.col(GAP_T_NORMAL), history.contact.col(SLIDING));
-                    let gaps = prob.gaps_at(&all);
-                    for k in 0..ctx.contacts.len() {
-                        let (e, t) = prob.eval(k, &prob.x12(&all, k), gaps.1[k], Want::Residual, None).map_err(SolverError::Other)?;
-                        f_n.push(e.force);
-                        // force on b: −f_t of the law
-                        f_t.push(t.as_ref().map_or(Vector3::zeros(), |(_, fr)| -fr.force));
-                        if let (Some(te), Some((_, fr))) = (&prob.tangential[k], &t) {
-                            let c = &ctx.contacts;
-                            let mut row = vec![0.0; history.contact.width()];
-                            gt_col.of_mut(&mut row).copy_from_slice(fr.gap_t.as_slice());
-                            normal_col.of_mut(&mut row).copy_from_slice(te.n.as_slice());
-                            sliding_col.of_mut(&mut row)[0] = if fr.sliding { 1.0 } else { 0.0 };
-                            friction.insert(c.key(k), row);
+            if ok {
+                log::debug!("dem: step {}: converged with full Newton steps after backtracking failed", ctx.step);
+            }
+            (ok, x)
+        };
+        let x = if ok { Some(x) } else { None };
+        // Penetration test (§2.4.7): every gap positive, no normal flipped.
+        let accepted = match &x {
+            Some(x) => {
+                let all = prob.local_increments(x).map_err(|e| SolverError::Step(Box::new(e)))?;
+                let fine = (0..ctx.contacts.len()).all(|k| {
+                    let (gk, _, nk) = super::assemble::gap_grad(&prob.elements[k].kin, &prob.x12(&all, k));
+                    gk > 0.0 && nk.dot(&prob.elements[k].n_start) > 0.0
+                });
+                parallel::all_ok(ctx.comm, fine).then_some(all)
+            }
+            None => None,
+        };
+        // Δt control for impacts: the largest |Δg| / (gap_change · min(g^i,
+        // g^{i+1})) over contacts active at either end (global). Above
+        // REJECT_RATIO the step is redone shorter; the next Δt aims at 1.
+        let ratio = match &accepted {
+            Some(all) => {
+                let local = (0..ctx.contacts.len())
+                    .map(|k| {
+                        let g0 = prob.elements[k].g_start;
+                        let (g1, ..) = super::assemble::gap_grad(&prob.elements[k].kin, &prob.x12(all, k));
+                        let gmin = g0.min(g1);
+                        if gmin < law.gbar {
+                            (g1 - g0).abs() / (d.gap_change * gmin)
+                        } else {
+                            0.0
                         }
+                    })
+                    .fold(0.0, f64::max);
+                parallel::max_f64(ctx.comm, local)
+            }
+            None => 0.0,
+        };
+        let retry = |dt: f64| StepReport { iterations, dt, linear_iterations: linear, rejected: 1, retry: Some(dt), ..Default::default() };
+        if ratio > REJECT_RATIO && dt > d.dt_min * (1.0 + 1e-12) {
+            self.rejected += 1;
+            let dt = (dt * (0.8 / ratio).max(0.1)).max(d.dt_min);
+            log::debug!("dem: step {}: gap change {ratio:.2} x the allowed, retrying with dt = {dt:e}", ctx.step);
+            return Ok(retry(dt));
+        }
+        match accepted {
+            Some(all) => {
+                let mut f_n = Vec::with_capacity(ctx.contacts.len());
+                let mut f_t = Vec::with_capacity(ctx.contacts.len());
+                let mut friction = HashMap::new();
+                let (gt_col, normal_col, sliding_col) = (history.contact.col(GAP_T), history.contact.col(GAP_T_NORMAL), history.contact.col(SLIDING));
+                let gaps = prob.gaps_at(&all);
+                for k in 0..ctx.contacts.len() {
+                    let (e, t) = prob.eval(k, &prob.x12(&all, k), gaps.1[k], Want::Residual, None).map_err(|e| SolverError::Step(Box::new(e)))?;
+                    f_n.push(e.force);
+                    // force on b: −f_t of the law
+                    f_t.push(t.as_ref().map_or(Vector3::zeros(), |(_, fr)| -fr.force));
+                    if let (Some(te), Some((_, fr))) = (&prob.tangential[k], &t) {
+                        let c = &ctx.contacts;
+                        let mut row = vec![0.0; history.contact.width()];
+                        gt_col.of_mut(&mut row).copy_from_slice(fr.gap_t.as_slice());
+                        normal_col.of_mut(&mut row).copy_from_slice(te.n.as_slice());
+                        sliding_col.of_mut(&mut row)[0] = if fr.sliding { 1.0 } else { 0.0 };
+                        friction.insert(c.key(k), row);
                     }
-                    drop(gaps);
-                    // Contacts of this step only: one that opened forgets its history.
-                    history.contact.replace(friction);
-                    let Problem { states, nm, .. } = prob;
-                    finish(&states, &nm, &all, bodies, history);
-                    forces.f_t = f_t;
-                    forces.f_n = f_n;
-                    let next = if its <= d.easy_iterations as i64 { dt * GROWTH } else { dt };
-                    let next = if ratio > 0.0 { next.min(dt * 0.9 / ratio) } else { next };
-                    self.dt = next.clamp(d.dt_min, d.dt_max);
-                    return Ok(StepReport {
-                        iterations,
-                        dt,
-                        linear_iterations: linear,
-                        rejected: self.rejected - rejected_before,
-                        ..Default::default()
-                    });
                 }
-                None => {
-                    self.rejected += 1;
-                    if dt <= d.dt_min * (1.0 + 1e-12) {
-                        return Err(SolverError::Other(format!(
-                            "Newton failed at the smallest time step dt_min = {dt:e} (t = {:e})",
-                            ctx.time
-                        )));
-                    }
-                    dt = (0.5 * dt).max(d.dt_min);
-                    log::info!("dem: step {} rejected, retrying with dt = {dt:e}", ctx.step);
+                drop(gaps);
+                // Contacts of this step only: one that opened forgets its history.
+                history.contact.replace(friction);
+                let Problem { states, nm, .. } = prob;
+                finish(&states, &nm, &all, bodies, history);
+                forces.f_t = f_t;
+                forces.f_n = f_n;
+                let next = if its <= d.easy_iterations as i64 { dt * GROWTH } else { dt };
+                let next = if ratio > 0.0 { next.min(dt * 0.9 / ratio) } else { next };
+                self.dt = next.clamp(d.dt_min, d.dt_max);
+                Ok(StepReport { iterations, dt, linear_iterations: linear, ..Default::default() })
+            }
+            None => {
+                self.rejected += 1;
+                if dt <= d.dt_min * (1.0 + 1e-12) {
+                    return Err(SolverError::SmallestStep { dt, time: ctx.time });
                 }
+                let dt = (0.5 * dt).max(d.dt_min);
+                log::info!("dem: step {} rejected, retrying with dt = {dt:e}", ctx.step);
+                Ok(retry(dt))
             }
         }
     }
