@@ -192,7 +192,7 @@ fn write<C: Communicator>(comm: &C, dir: &Path, n: u64) -> i32 {
 
     for step in [0u64, 5, 10] {
         let p = io::checkpoint_path(dir, step);
-        if let Err(e) = io::write_checkpoint(comm, &p, step, step as f64 * 1e-3, 1e-3, &sc, &bodies, n_owned, &state, &[]) {
+        if let Err(e) = io::write_checkpoint(comm, &p, step, step as f64 * 1e-3, 1e-3, &sc, &bodies, n_owned, &state, &Default::default()) {
             fail(rank, &e.to_string());
         }
     }

@@ -5,6 +5,7 @@
 use crate::body::Bodies;
 use crate::contact::WALL_ID_BASE;
 use crate::io::{self, FrameWriter, IoError, SolverState};
+use crate::parallel::domain::Domain;
 use crate::parallel::{self, Comm};
 use crate::scene::{Scene, STATIC_STEPS};
 use crate::registry::make_solver;
@@ -49,8 +50,12 @@ pub struct RunOptions {
     pub restart: Option<(u64, f64)>,
     /// The solver's state from the checkpoint (this rank's slab).
     pub restart_state: SolverState,
-    /// The history tables from the checkpoint (this rank's slab of each).
-    pub restart_history: Vec<(String, io::FlatRecords)>,
+    /// The World's part of the checkpoint (this rank's slab of the history
+    /// tables; the decomposition, taken when the rank count is the same).
+    pub restart_world: io::WorldState,
+    /// The decomposition the bodies are placed in (start-up's, or the
+    /// checkpoint's on the same rank count).
+    pub domain: Option<Domain>,
     /// Largest number of bodies this rank held during start-up (summary.json).
     pub startup_max_bodies: u64,
 }
@@ -178,8 +183,13 @@ struct Clock {
     t_final: f64,
     step: u64,
     time: f64,
-    /// Every step so far had the full Δt: time stays the exact t0 + n·Δt.
+    /// Every step so far had the full Δt: time stays the exact
+    /// origin time + n·Δt.
     uniform: bool,
+    /// (step, time) the uniform time is counted from: step 0 when the run
+    /// (or the run a checkpoint continues) was uniform from its start, so
+    /// a restart computes the very times the run would have.
+    origin: (u64, f64),
     /// Consecutive steps that ended with every body slower than `until_static`.
     quiet: u64,
 }
@@ -195,7 +205,8 @@ impl Clock {
             Some(n) if !adaptive => t0 + n as f64 * dt,
             _ => steps as f64 * dt,
         };
-        Self { dt, first_step, t0, t_final, step: first_step, time: t0, uniform: true, quiet: 0 }
+        let origin = if t0.to_bits() == (first_step as f64 * dt).to_bits() { (0, 0.0) } else { (first_step, t0) };
+        Self { dt, first_step, t0, t_final, step: first_step, time: t0, uniform: true, origin, quiet: 0 }
     }
 
     fn at_end(&self) -> bool {
@@ -205,7 +216,7 @@ impl Clock {
     /// Advances by the step taken.
     fn advance(&mut self, dt_taken: f64) {
         self.uniform &= dt_taken == self.dt;
-        self.time = if self.uniform { self.t0 + (self.step - self.first_step) as f64 * self.dt } else { self.time + dt_taken };
+        self.time = if self.uniform { self.origin.1 + (self.step - self.origin.0) as f64 * self.dt } else { self.time + dt_taken };
     }
 }
 
@@ -216,12 +227,12 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let out_dir = &scene.output.dir;
     prepare_output(comm, out_dir, opts)?;
     let mut solver = make_solver(scene);
-    let mut world = World::new(comm, scene, bodies, false, &solver.history());
+    let mut world = World::new(comm, scene, bodies, opts.domain.clone(), &solver.history());
     let n_global = parallel::sum_u64(comm, world.n_owned() as u64);
     solver.phases().iter().for_each(|p| world.add_phase(p));
     if opts.restart.is_some() {
         solver.restore(comm, opts.restart_state.clone()).map_err(|e| RunError::Input(format!("checkpoint: {e}")))?;
-        world.adopt_history(&opts.restart_history);
+        world.restore(&opts.restart_world);
     }
     let mut clock = Clock::new(scene, opts.restart, solver.adaptive());
     let mut thermo = Thermo::open(comm, &out_dir.join("log.txt"), opts.restart.is_some(), scene.output.thermo_seconds)?;
@@ -232,8 +243,8 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let wall0 = Instant::now();
     log::info!("{}", start_line(scene, &world, &clock, n_global, solver.adaptive()));
     world.set_time(clock.time);
-    world.detect();
     if opts.restart.is_none() {
+        world.detect();
         let table = world.contact_table(&solver.contact_fields(world.contacts()));
         frames.write_frame(0, 0.0, clock.dt, world.bodies(), world.n_owned(), table)?;
     }
@@ -244,7 +255,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         clock.step += 1;
         let (step, time) = (clock.step, clock.time);
         world.set_time(time);
-        if step > clock.first_step + 1 {
+        // The first step of a fresh run uses the contacts of frame 0; a
+        // restart's first step starts as the run's next step would have.
+        if step > 1 || opts.restart.is_some() {
             world.update_contacts();
         }
         world.begin_step();
@@ -494,7 +507,7 @@ fn write_checkpoint(world: &World, solver: &dyn Solver, step: u64, time: f64, dt
     let (comm, scene) = (world.comm(), world.scene());
     let dir = &scene.output.dir;
     let path = io::checkpoint_path(dir, step);
-    io::write_checkpoint(comm, &path, step, time, dt, scene, world.bodies(), world.n_owned(), &solver.state(), &world.history().tables())?;
+    io::write_checkpoint(comm, &path, step, time, dt, scene, world.bodies(), world.n_owned(), &solver.state(), &world.state())?;
     if comm.rank() == 0 {
         io::prune_checkpoints(dir, scene.output.checkpoint_keep)?;
         log::info!("checkpoint {}", path.display());

@@ -134,6 +134,11 @@ impl<K: RowKey> Table<K> {
         self.rows.len()
     }
 
+    /// The keys of the rows, in no particular order.
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
+        self.rows.keys()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
@@ -184,38 +189,44 @@ impl<K: RowKey> Table<K> {
     }
 
     /// Takes records that may sit on any rank (a checkpoint's slab) to the
-    /// owners of their bodies: a rendezvous on rank `body % size`, which
-    /// learns every owner of the bodies it stands for. Collective.
+    /// owners of their bodies. Collective.
     fn adopt(&mut self, comm: &Comm, recs: &FlatRecords, owned: &[u64]) {
         // A table of another layout has nothing to give (the solver's state
         // version guards real layout changes); the rounds stay collective.
         let empty = FlatRecords::new(K::N_U, self.width);
         let recs = if recs.n_f == self.width && recs.n_u == K::N_U { recs } else { &empty };
-        let size = comm.size() as u64;
-        let me = comm.rank() as u64;
-        let rendezvous = |id: u64| (id % size) as usize;
-        let dest: Vec<usize> = owned.iter().map(|&id| rendezvous(id)).collect();
-        // Owners by id at the rendezvous: the sender's rank rides in u.
-        let mut who_u = FlatRecords::new(1, 0);
-        for &id in owned {
-            who_u.push(id, &[me], &[]);
-        }
-        let owners_got = send_to(comm, &who_u, &dest);
-        let owner: HashMap<u64, usize> = (0..owners_got.len()).map(|i| (owners_got.keys[i], owners_got.u_row(i)[0] as usize)).collect();
-        let dest: Vec<usize> = recs.keys.iter().map(|&k| rendezvous(k)).collect();
-        let at_rendezvous = send_to(comm, recs, &dest);
-        // A row whose body no rank owns (it left the scene) is dropped.
-        let mut keep = FlatRecords::new(K::N_U, self.width);
-        let mut to = Vec::new();
-        for i in 0..at_rendezvous.len() {
-            if let Some(&r) = owner.get(&at_rendezvous.keys[i]) {
-                keep.push(at_rendezvous.keys[i], at_rendezvous.u_row(i), at_rendezvous.f_row(i));
-                to.push(r);
-            }
-        }
-        let got = send_to(comm, &keep, &to);
+        let got = route_to_owners(comm, recs, owned);
         self.absorb(&got);
     }
+}
+
+/// Sends records keyed by body id (any rank may hold any) to the ranks
+/// that own those bodies (`owned`: this rank's ids): a rendezvous on rank
+/// `id % size`, which learns the owners of the ids it stands for. A record
+/// whose body no rank owns is dropped. Collective.
+pub fn route_to_owners(comm: &Comm, recs: &FlatRecords, owned: &[u64]) -> FlatRecords {
+    let size = comm.size() as u64;
+    let me = comm.rank() as u64;
+    let rendezvous = |id: u64| (id % size) as usize;
+    let dest: Vec<usize> = owned.iter().map(|&id| rendezvous(id)).collect();
+    // Owners by id at the rendezvous: the sender's rank rides in u.
+    let mut who = FlatRecords::new(1, 0);
+    for &id in owned {
+        who.push(id, &[me], &[]);
+    }
+    let owners_got = send_to(comm, &who, &dest);
+    let owner: HashMap<u64, usize> = (0..owners_got.len()).map(|i| (owners_got.keys[i], owners_got.u_row(i)[0] as usize)).collect();
+    let dest: Vec<usize> = recs.keys.iter().map(|&k| rendezvous(k)).collect();
+    let at_rendezvous = send_to(comm, recs, &dest);
+    let mut keep = FlatRecords::new(recs.n_u, recs.n_f);
+    let mut to = Vec::new();
+    for i in 0..at_rendezvous.len() {
+        if let Some(&r) = owner.get(&at_rendezvous.keys[i]) {
+            keep.push(at_rendezvous.keys[i], at_rendezvous.u_row(i), at_rendezvous.f_row(i));
+            to.push(r);
+        }
+    }
+    send_to(comm, &keep, &to)
 }
 
 /// Every declared history table of one rank.
@@ -223,6 +234,11 @@ impl<K: RowKey> Table<K> {
 pub struct History {
     pub body: Table<u64>,
     pub contact: Table<ContactKey>,
+}
+
+/// The table `name` of a checkpoint's list.
+pub fn table<'t>(tables: &'t [(String, FlatRecords)], name: &str) -> Option<&'t FlatRecords> {
+    tables.iter().find(|(n, _)| n == name).map(|(_, r)| r)
 }
 
 /// Checkpoint table names of the two tables.
@@ -256,9 +272,7 @@ impl History {
     /// Takes a checkpoint's tables (this rank's slab of each) to the owners
     /// of their bodies. Collective.
     pub fn adopt(&mut self, comm: &Comm, tables: &[(String, FlatRecords)], owned: &[u64]) {
-        let find = |name: &str, n_u: usize, w: usize| {
-            tables.iter().find(|(n, _)| n == name).map(|(_, r)| r.clone()).unwrap_or_else(|| FlatRecords::new(n_u, w))
-        };
+        let find = |name: &str, n_u: usize, w: usize| table(tables, name).cloned().unwrap_or_else(|| FlatRecords::new(n_u, w));
         let b = find(BODY_TABLE, 0, self.body.width);
         self.body.adopt(comm, &b, owned);
         let c = find(CONTACT_TABLE, 3, self.contact.width);

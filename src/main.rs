@@ -90,7 +90,8 @@ fn main() -> ExitCode {
                                 overwrite,
                                 restart: None,
                                 restart_state: Default::default(),
-                                restart_history: Vec::new(),
+                                restart_world: Default::default(),
+                                domain: Some(start.domain),
                                 startup_max_bodies: start.max_held,
                             };
                             with_petsc(&world, &petsc_args, || driver::run(&world, &scene, start.bodies, &opts))
@@ -127,7 +128,12 @@ fn main() -> ExitCode {
                             overwrite: false,
                             restart: Some((cp.step, cp.time)),
                             restart_state: cp.state.clone(),
-                            restart_history: cp.history.clone(),
+                            restart_world: cp.world.clone(),
+                            // The run's own decomposition on the same rank
+                            // count: every body stays where it was.
+                            domain: (cp.n_ranks as i32 == world.size())
+                                .then(|| stiffgrain::parallel::domain::Domain::from_flat(&cp.world.domain, world.size() as usize))
+                                .flatten(),
                             startup_max_bodies: cp.bodies.len() as u64,
                         };
                         if world.rank() == 0 {

@@ -39,6 +39,8 @@ pub struct Startup {
     /// Largest number of bodies this rank held at once during start-up
     /// (own, file rows, neighbours' random-pack cells).
     pub max_held: u64,
+    /// The decomposition the bodies were placed in: the run keeps it.
+    pub domain: Domain,
 }
 
 /// Distinct radii a text file may have (one sphere shape each).
@@ -536,7 +538,7 @@ pub fn populate(comm: &Comm, scene: &mut Scene, label: &str) -> Result<Startup, 
     exchange::migrate(comm, &domain, &mut local, n);
     held = held.max(local.len() as u64);
     first_error(comm, check_placed(scene, &local).map(|m| format!("{label}: {m}")))?;
-    Ok(Startup { bodies: local, max_held: held })
+    Ok(Startup { bodies: local, max_held: held, domain })
 }
 
 /// The generated and file spheres against the walls and the explicit

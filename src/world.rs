@@ -6,7 +6,7 @@
 use crate::body::{Bodies, Shape};
 use crate::contact::{self, BodyDepths, ContactShapes, Contacts, DetectParams, VerletList, WALL_INDEX};
 use crate::history::{History, HistorySpec};
-use crate::io::ContactTable;
+use crate::io::{ContactTable, WorldState};
 use crate::parallel::domain::Domain;
 use crate::parallel::exchange::{self, Layout};
 use crate::parallel::records::{send_to, FlatRecords};
@@ -88,6 +88,9 @@ pub struct World<'a> {
     walls: Vec<Wall>,
 }
 
+/// The checkpoint table of the World's own per-body rows.
+const WORLD_TABLE: &str = "world";
+
 /// A search a solver asks for at the end of an attempt of a step
 /// ([`crate::solver::Solver::search`]): how deep the mesh search seeks
 /// closed pairs, for all pairs or per body.
@@ -105,16 +108,17 @@ pub struct Reaction {
 }
 
 impl<'a> World<'a> {
-    /// Distributes `bodies` (any subset per rank, e.g. the whole scene on
-    /// every rank, or a checkpoint slab) to their owners.
-    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, whole_scene_everywhere: bool, history: &HistorySpec) -> Self {
-        let (lo, hi) = crate::parallel::domain::domain_box(comm, scene, &bodies);
-        let domain = Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim);
-        let mut bodies = bodies;
-        let me = comm.rank() as usize;
-        if whole_scene_everywhere {
-            bodies.retain(|b| domain.owner(&b.position) == me);
-        }
+    /// Distributes `bodies` (any subset per rank, e.g. a checkpoint slab)
+    /// to their owners in `domain`: the decomposition start-up placed them
+    /// in, or a checkpoint's on the same rank count (then kept as it is, no
+    /// rebalance: the run continues as it would have). Without one, the
+    /// rank boxes are made over the bodies' box.
+    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, domain: Option<Domain>, history: &HistorySpec) -> Self {
+        let kept = domain.is_some();
+        let domain = domain.unwrap_or_else(|| {
+            let (lo, hi) = crate::parallel::domain::domain_box(comm, scene, &bodies);
+            Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim)
+        });
         let n = bodies.len();
         let mut world = World {
             comm,
@@ -141,7 +145,7 @@ impl<'a> World<'a> {
             walls: scene.walls.clone(),
         };
         world.layout.n_owned = n;
-        world.neighbours(true);
+        world.rebuild(!kept);
         world
     }
 
@@ -207,11 +211,33 @@ impl<'a> World<'a> {
         &self.history
     }
 
-    /// Takes a checkpoint's history tables (this rank's slab of each) to
-    /// the owners of their bodies. Collective.
-    pub fn adopt_history(&mut self, tables: &[(String, crate::io::FlatRecords)]) {
+    /// What a checkpoint keeps of the World: the history tables, the
+    /// neighbour lists' reference positions (table "world": when the next
+    /// rebuild happens) and the decomposition.
+    pub fn state(&self) -> WorldState {
+        let n = self.layout.n_owned;
+        let mut history = self.history.tables();
+        let mut reference = FlatRecords::with_capacity(0, 3, n);
+        for (i, p) in self.reference.iter().enumerate().take(n) {
+            reference.push(self.bodies.id[i], &[], p.as_slice());
+        }
+        history.push((WORLD_TABLE.to_string(), reference));
+        WorldState { history, domain: self.domain.to_flat() }
+    }
+
+    /// Takes a checkpoint's history tables (this rank's slab of each) and
+    /// reference positions to the owners of their bodies. Collective.
+    pub fn restore(&mut self, state: &WorldState) {
         let owned = self.bodies.id[..self.layout.n_owned].to_vec();
-        self.history.adopt(self.comm, tables, &owned);
+        self.history.adopt(self.comm, &state.history, &owned);
+        let empty = FlatRecords::new(0, 3);
+        let reference = crate::history::table(&state.history, WORLD_TABLE).filter(|r| r.n_f == 3 && r.n_u == 0).unwrap_or(&empty);
+        let got = crate::history::route_to_owners(self.comm, reference, &owned);
+        let at: std::collections::HashMap<u64, usize> = owned.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+        for k in 0..got.len() {
+            let f = got.f_row(k);
+            self.reference[at[&got.keys[k]]] = Vector3::new(f[0], f[1], f[2]);
+        }
     }
 
     pub fn timers(&self) -> &Timers {
@@ -266,13 +292,22 @@ impl<'a> World<'a> {
             self.timers.time("ghost_exchange", || exchange::forward(self.comm, &mut self.bodies, &self.layout));
             return;
         }
+        self.rebuild(true);
+    }
+
+    /// Migrate (after an RCB rebalance when asked and the load is uneven)
+    /// and rebuild the ghosts; the positions become the new reference.
+    fn rebuild(&mut self, rebalance: bool) {
+        let n = self.layout.n_owned;
         self.bodies.truncate(n);
         if let Some(per) = &self.scene.periodic {
             for p in &mut self.bodies.position {
                 *p = per.wrap(p);
             }
         }
-        self.rebalance();
+        if rebalance {
+            self.rebalance();
+        }
         let (comm, domain) = (self.comm, &self.domain);
         let (bodies, history) = (&mut self.bodies, &mut self.history);
         let departed = self.timers.time("migration", || {
@@ -358,7 +393,12 @@ impl<'a> World<'a> {
             self.timers.time("broad_phase", || verlet.build(b, s, w, p));
         }
         let depths = self.body_depths.as_ref().map(|d| d.local(b));
-        self.timers.time("narrow_phase", || contact::detect(b, n, s, w, p, depths.as_deref(), verlet, out));
+        self.timers.time("narrow_phase", || {
+            contact::detect(b, n, s, w, p, depths.as_deref(), verlet, out);
+            // By key, not by the order of the neighbour lists: a restart,
+            // whose lists are younger, then sums every force in the same order.
+            out.sort_canonical();
+        });
         self.refresh_fixed();
     }
 

@@ -18,11 +18,11 @@ use crate::body::Bodies;
 use crate::contact::{Contacts, WALL_ID_BASE};
 use crate::petsc::{InsertMode, PetscInt, Stage, Vector};
 use crate::scene::{CdMethod, Scene};
-use crate::solver::{ContactForces, History, SolverError, Solver, StepContext, StepReport};
+use crate::contact::ContactKey;
+use crate::solver::{Column, ContactForces, History, HistorySpec, SolverError, Solver, StepContext, StepReport};
 use nalgebra::{UnitQuaternion, Vector3, Vector6};
 use operator::ContactOperator;
-use crate::contact::ContactKey;
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 pub use apgd::QpResult;
 
@@ -43,10 +43,13 @@ pub struct CdStats {
     pub not_converged: u64,
 }
 
-/// The `cd` solver; holds only the warm-start forces between steps.
+/// History column of the previous step's force of each contact (the warm
+/// start; World history, so it moves with the contact and is checkpointed).
+pub const WARM: &str = "f_previous";
+
+/// The `cd` solver; its warm-start forces live in the World's history.
 #[derive(Default)]
 pub struct CdSolver {
-    warm: HashMap<ContactKey, f64>,
     stages: Option<(Stage, Stage)>,
     pub stats: CdStats,
 }
@@ -132,8 +135,12 @@ pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Cont
 pub type PostProcess<'a> = dyn FnMut(&mut ContactOperator, &Vector, &Vector, &Bodies) -> Result<Vec<f64>, SolverError> + 'a;
 
 impl Solver for CdSolver {
-    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces, _history: &mut History) -> Result<StepReport, SolverError> {
-        self.step_with(ctx, bodies, forces, None).map(|(report, _)| report)
+    fn history(&self) -> HistorySpec {
+        HistorySpec { body: Vec::new(), contact: vec![Column { name: WARM, width: 1 }] }
+    }
+
+    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces, history: &mut History) -> Result<StepReport, SolverError> {
+        self.step_with(ctx, bodies, forces, history, None).map(|(report, _)| report)
     }
 }
 
@@ -145,6 +152,7 @@ impl CdSolver {
         ctx: &StepContext,
         bodies: &mut Bodies,
         forces: &mut ContactForces,
+        history: &mut History,
         mut post: Option<&mut PostProcess>,
     ) -> Result<(StepReport, Vec<f64>), SolverError> {
         let (comm, scene, contacts, dt) = (ctx.comm, ctx.scene, ctx.contacts, ctx.dt);
@@ -166,15 +174,12 @@ impl CdSolver {
             let guard = st_asm.push()?;
             let mut op = ContactOperator::assemble(comm, bodies, ctx.layout, contacts, dt)?;
             let p = rhs(&op, scene, bodies, contacts, ctx.time, dt)?;
-            // Warm start by contact identity (contacts that stayed on this rank).
+            // Warm start by contact identity.
             let mut f = op.contact_vec()?;
             {
                 let rows: Vec<PetscInt> = (0..nc).map(|i| op.row_offset + i as PetscInt).collect();
-                let vals: Vec<f64> = (0..nc)
-                    .map(|i| {
-                        self.warm.get(&contacts.key(i)).copied().unwrap_or(0.0)
-                    })
-                    .collect();
+                let (h, warm) = (&history.contact, history.contact.col(WARM));
+                let vals: Vec<f64> = (0..nc).map(|i| h.get(&contacts.key(i)).map_or(0.0, |row| warm.of(row)[0])).collect();
                 f.set_values(&rows, &vals, InsertMode::Insert)?;
                 f.assemble()?;
             }
@@ -227,10 +232,15 @@ impl CdSolver {
             (f_local, dv) = (vec![0.0; nc], vec![Vector6::<f64>::zeros(); n_owned]);
         }
         integrate(bodies, n_owned, &gravity, dt, &dv);
-        self.warm.clear();
+        // The step's contacts keep their rows (other solvers' columns too,
+        // compatible-cd's truss); a contact that disappeared drops its own.
+        let keys: HashSet<ContactKey> = (0..nc).map(|i| contacts.key(i)).collect();
+        history.contact.retain(|k| keys.contains(k));
+        let warm = history.contact.col(WARM);
         for (i, &fi) in f_local.iter().enumerate() {
-            if fi != 0.0 {
-                self.warm.insert(contacts.key(i), fi);
+            let key = contacts.key(i);
+            if fi != 0.0 || history.contact.get(&key).is_some() {
+                warm.of_mut(history.contact.entry(key))[0] = fi;
             }
         }
         forces.f_n = f_local;

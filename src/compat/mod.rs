@@ -44,8 +44,9 @@ use crate::parallel::Comm;
 use crate::petsc::{NormType, Result, Vector};
 use crate::parallel::exchange::Layout;
 use crate::scene::{CompatMethod, CompatSettings, Scene};
-use crate::solver::{ContactField, ContactForces, History, Solver, SolverError, StepContext, StepReport};
-use std::collections::HashMap;
+use crate::io::{FlatRecords, SolverState};
+use crate::solver::{Column, ContactField, ContactForces, History, HistorySpec, Solver, SolverError, StateError, StepContext, StepReport};
+use std::collections::{HashMap, HashSet};
 
 /// Running totals of the compatibility solves (benchmarks, logs).
 #[derive(Clone, Debug, Default)]
@@ -70,8 +71,20 @@ pub struct CompatibleCdSolver {
     /// Compatible normal force of each contact of the last step (empty
     /// when the step did not compute them).
     f_compatible: Vec<f64>,
-    warm: Option<WarmStart>,
+    /// Force scale s, p and the global number of bars of the last dual
+    /// solve, whose displacements and bars are World history
+    /// ([`U_WARM`], [`IN_TRUSS`]).
+    warm: Option<(f64, f64, u64)>,
+    /// This is rank 0 (the one that writes the solver's scalars).
+    rank0: bool,
 }
+
+/// History columns of the last dual solve: each owned body's scaled
+/// displacements, and 1 on the contacts that were its truss bars.
+pub const U_WARM: &str = "u_compatible";
+pub const IN_TRUSS: &str = "in_truss";
+/// Version of [`CompatibleCdSolver::state`]'s tables.
+const STATE_VERSION: u32 = 1;
 
 /// The last dual solve's displacements, reused when the truss (the
 /// contacts not left out) is the same (per rank; every rank must agree).
@@ -82,6 +95,47 @@ pub struct WarmStart {
     /// Force scale s = ‖F̃‖∞ of that solve and its p.
     scale: f64,
     p: f64,
+}
+
+impl WarmStart {
+    /// The last solve's warm start from the history: its bars still in
+    /// contact on this rank and the owned bodies' displacements. None when
+    /// no solve was kept or a bar has gone anywhere (the truss changed).
+    /// Collective.
+    fn from_history(comm: &Comm, history: &History, bodies: &Bodies, n_owned: usize, kept: Option<(f64, f64, u64)>) -> Option<Self> {
+        let (h, flag) = (&history.contact, history.contact.col(IN_TRUSS));
+        let mut keys: Vec<ContactKey> = h.keys().filter(|k| h.get(k).is_some_and(|row| flag.of(row)[0] != 0.0)).copied().collect();
+        let all_bars = crate::parallel::sum_u64(comm, keys.len() as u64);
+        let (scale, p, bars) = kept?;
+        if all_bars != bars {
+            return None;
+        }
+        keys.sort();
+        let col = history.body.col(U_WARM);
+        let u = (0..n_owned)
+            .filter_map(|i| history.body.get(&bodies.id[i]).map(|row| (bodies.id[i], col.of(row).try_into().expect("6 wide"))))
+            .collect();
+        Some(Self { keys, u, scale, p })
+    }
+
+    /// Into the history: the bars flagged (others cleared), the owned
+    /// bodies' displacements; returns what the solver keeps itself.
+    fn into_history(self, comm: &Comm, history: &mut History) -> (f64, f64, u64) {
+        let flag = history.contact.col(IN_TRUSS);
+        let bars: HashSet<ContactKey> = self.keys.iter().copied().collect();
+        let keys: Vec<ContactKey> = history.contact.keys().copied().collect();
+        for k in keys {
+            flag.of_mut(history.contact.entry(k))[0] = 0.0;
+        }
+        for &k in &bars {
+            flag.of_mut(history.contact.entry(k))[0] = 1.0;
+        }
+        let col = history.body.col(U_WARM);
+        for (id, u) in &self.u {
+            col.of_mut(history.body.entry(*id)).copy_from_slice(u);
+        }
+        (self.scale, self.p, crate::parallel::sum_u64(comm, self.keys.len() as u64))
+    }
 }
 
 impl CompatibleCdSolver {
@@ -108,14 +162,49 @@ impl Drop for CompatibleCdSolver {
 }
 
 impl Solver for CompatibleCdSolver {
-    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces, _history: &mut History) -> std::result::Result<StepReport, SolverError> {
+    fn history(&self) -> HistorySpec {
+        let mut spec = self.cd.history();
+        spec.body.push(Column { name: U_WARM, width: 6 });
+        spec.contact.push(Column { name: IN_TRUSS, width: 1 });
+        spec
+    }
+
+    /// Table "warm" (rank 0): scale, p and bars of the last dual solve.
+    fn state(&self) -> SolverState {
+        let mut st = SolverState::new(STATE_VERSION);
+        let mut t = FlatRecords::new(0, 3);
+        if let (Some((scale, p, bars)), true) = (self.warm, self.rank0) {
+            t.push(0, &[], &[scale, p, bars as f64]);
+        }
+        st.push("warm", t);
+        st
+    }
+
+    fn restore(&mut self, comm: &Comm, state: SolverState) -> std::result::Result<(), StateError> {
+        // Version 0 without tables: written before the warm start was kept.
+        if !(state.version == STATE_VERSION || (state.version == 0 && state.tables.is_empty())) {
+            return Err(StateError { solver: "compatible-cd", found: state.version, expected: STATE_VERSION });
+        }
+        let mine = state.table("warm").filter(|t| t.n_f == 3 && !t.is_empty()).map(|t| t.f_row(0).to_vec());
+        // Whichever rank holds the record tells the others.
+        let mut v = mine.clone().unwrap_or_else(|| vec![f64::NEG_INFINITY; 3]);
+        for x in &mut v {
+            *x = crate::parallel::max_f64(comm, *x);
+        }
+        self.warm = v[0].is_finite().then(|| (v[0], v[1], v[2] as u64));
+        Ok(())
+    }
+
+    fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces, history: &mut History) -> std::result::Result<StepReport, SolverError> {
         let set = &ctx.scene.compat;
         if !(ctx.output || ctx.step % set.every == 0) {
             self.f_compatible.clear();
-            return self.cd.step_with(ctx, bodies, forces, None).map(|(report, _)| report);
+            return self.cd.step_with(ctx, bodies, forces, history, None).map(|(report, _)| report);
         }
+        self.rank0 = mpi::traits::Communicator::rank(ctx.comm) == 0;
         let stats = &mut self.stats;
-        let warm = &mut self.warm;
+        let mut warm = WarmStart::from_history(ctx.comm, history, bodies, ctx.layout.n_owned, self.warm);
+        let warm = &mut warm;
         let before = stats.seconds;
         let mut post = |op: &mut ContactOperator, f: &Vector, p: &Vector, b: &Bodies| -> std::result::Result<Vec<f64>, SolverError> {
             let t0 = std::time::Instant::now();
@@ -157,7 +246,10 @@ impl Solver for CompatibleCdSolver {
             );
             Ok(res.f)
         };
-        let (mut report, compatible) = self.cd.step_with(ctx, bodies, forces, Some(&mut post))?;
+        let (mut report, compatible) = self.cd.step_with(ctx, bodies, forces, history, Some(&mut post))?;
+        if let Some(w) = warm.take() {
+            self.warm = Some(w.into_history(ctx.comm, history));
+        }
         report.phases.push(("compatibility", self.stats.seconds - before));
         // No contact anywhere: nothing was solved.
         self.f_compatible = if compatible.len() == forces.f_n.len() { compatible } else { vec![0.0; forces.f_n.len()] };

@@ -220,6 +220,9 @@ impl Contacts {
     /// Reorders by `(a, b, sub_a, sub_b)`: a canonical order independent of
     /// local numbering (useful to compare runs on different rank counts).
     pub fn sort_canonical(&mut self) {
+        if (1..self.len()).all(|i| self.key(i - 1) <= self.key(i)) {
+            return;
+        }
         let mut idx: Vec<usize> = (0..self.len()).collect();
         idx.sort_by_key(|&i| (self.a[i], self.b[i], self.sub_a[i], self.sub_b[i]));
         let old = std::mem::take(self);

@@ -5,9 +5,11 @@
 //! Layout:
 //!
 //! ```text
-//! /            attrs: format = "stiffgrain-checkpoint", format_version u32 = 2,
+//! /            attrs: format = "stiffgrain-checkpoint", format_version u32 = 3,
 //!              version, solver, dim, n_ranks, config (TOML text), step u64,
-//!              time f64, dt f64, n_bodies u64,
+//!              time f64, dt f64, n_bodies u64, domain (the rank boxes and
+//!              RCB cuts as f64 bit patterns in hex, for a restart on
+//!              n_ranks ranks; format 3),
 //!              then, written last: checksum u64, complete u8 = 1
 //! /shapes/<k>  as in frames.h5
 //! /bodies/     id u64, shape u32, material u32, fixed u8, dof_mask u8,
@@ -99,8 +101,28 @@ pub struct Checkpoint {
     pub n_bodies: u64,
     /// This rank's slab of each table of the solver's state.
     pub state: SolverState,
-    /// This rank's slab of each table of the history store.
+    /// This rank's slab of the history tables, and the decomposition.
+    pub world: WorldState,
+    /// Ranks of the run that wrote it.
+    pub n_ranks: u32,
+}
+
+/// What a checkpoint keeps of the World beyond the bodies: the history
+/// store's tables (this rank's share) and the decomposition
+/// (`Domain::to_flat`, the same on every rank; empty when unknown).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WorldState {
     pub history: Vec<(String, FlatRecords)>,
+    pub domain: Vec<f64>,
+}
+
+/// The flat domain as one attribute: exact bits, hex.
+fn domain_text(v: &[f64]) -> String {
+    v.iter().map(|x| format!("{:016x}", x.to_bits())).collect::<Vec<_>>().join(" ")
+}
+
+fn domain_from_text(t: &str) -> Result<Vec<f64>, String> {
+    t.split_whitespace().map(|w| u64::from_str_radix(w, 16).map(f64::from_bits).map_err(|e| format!("attribute domain: {e}"))).collect()
 }
 
 /// `dir/checkpoint-NNNNNN.h5` (at least six digits).
@@ -187,13 +209,14 @@ struct Scalars<'a> {
     /// The same of the history tables (none in format 2).
     history: Vec<(String, u64, usize, usize)>,
     format_version: u32,
+    domain: &'a str,
     shapes: &'a [Shape],
     shape_names: &'a [String],
 }
 
 fn scalars_hash(s: &Scalars) -> u64 {
     let mut h = 0x5354_4946_4647_5241u64;
-    for t in [s.version, s.solver, s.config] {
+    for t in [s.version, s.solver, s.config, s.domain] {
         h = hash_bytes(h, t.as_bytes());
     }
     for v in [s.dim as u64, s.step, s.time.to_bits(), s.dt.to_bits(), s.n_bodies, s.format_version as u64, s.state.0 as u64] {
@@ -249,7 +272,7 @@ pub fn write_checkpoint<C: Communicator>(
     bodies: &Bodies,
     n_owned: usize,
     state: &SolverState,
-    history: &[(String, FlatRecords)],
+    world: &WorldState,
 ) -> Result<(), IoError> {
     let check = if n_owned > bodies.len() {
         Err(IoError::Invalid { path: path.to_path_buf(), what: format!("n_owned = {n_owned} but only {} bodies", bodies.len()) })
@@ -280,11 +303,12 @@ pub fn write_checkpoint<C: Communicator>(
     let sorted = |t: &[(String, FlatRecords)]| -> Vec<(String, Redistributed)> {
         t.iter().map(|(name, r)| (name.clone(), redistribute_sorted(comm, r.clone()))).collect()
     };
-    let (tables, history) = (sorted(&state.tables), sorted(history));
+    let (tables, history) = (sorted(&state.tables), sorted(&world.history));
+    let domain = domain_text(&world.domain);
 
     let file = hdf5::File::with_options().with_fapl(|p| p.mpio(comm.as_raw(), None)).create(&tmp).ctx(&tmp, "creating the checkpoint (MPI-IO)");
     let file = agree(comm, file)?;
-    let r = write_contents(comm, &file, &tmp, step, time, dt, scene, &b, (state.version, &tables), &history);
+    let r = write_contents(comm, &file, &tmp, step, time, dt, scene, &b, (state.version, &tables), (&history, &domain));
     let r = agree(comm, r);
     let closed = agree(comm, file.close().ctx(&tmp, "closing the checkpoint"));
     r?;
@@ -316,7 +340,7 @@ fn write_contents<C: Communicator>(
     scene: &Scene,
     b: &Redistributed,
     (state_version, tables): (u32, &[(String, Redistributed)]),
-    history: &[(String, Redistributed)],
+    (history, domain): (&[(String, Redistributed)], &str),
 ) -> Result<(), IoError> {
     let e = |what: &'static str| move |err: hdf5::Error| IoError::hdf5(p, what, err);
     let sc = Scalars {
@@ -331,6 +355,7 @@ fn write_contents<C: Communicator>(
         state: (state_version, shape_of(tables)),
         history: shape_of(history),
         format_version: FORMAT_VERSION,
+        domain,
         shapes: &scene.shapes,
         shape_names: &scene.shape_names,
     };
@@ -346,7 +371,8 @@ fn write_contents<C: Communicator>(
         scalar_attr(file, "step", &step)?;
         scalar_attr(file, "time", &time)?;
         scalar_attr(file, "dt", &dt)?;
-        scalar_attr(file, "n_bodies", &b.total)
+        scalar_attr(file, "n_bodies", &b.total)?;
+        str_attr(file, "domain", domain)
     })()
     .map_err(e("writing the attributes"))?;
     write_shapes(comm, file, &scene.shapes, &scene.shape_names).map_err(e("writing /shapes"))?;
@@ -504,6 +530,7 @@ pub fn read_checkpoint<C: Communicator>(comm: &C, path: &Path) -> Result<Checkpo
         state: (ck.state.version, shapes_of.state),
         history: shapes_of.history,
         format_version: shapes_of.format_version,
+        domain: &shapes_of.domain,
         shapes: &ck.shapes,
         shape_names: &ck.shape_names,
     };
@@ -640,7 +667,10 @@ fn read_local(path: &Path, rank: u64, size: u64) -> Result<LocalRead, IoError> {
     }
     sum = sum.wrapping_add(solver_tables.sum).wrapping_add(history_tables.sum);
     let state = SolverState { version: solver_tables.version, tables: solver_tables.tables };
-    let shapes_of = TableShapes { state: solver_tables.rows, history: history_tables.rows, format_version };
+    let domain = if format_version >= 3 { read_str_attr(&file, "domain").map_err(attr_err("domain"))? } else { String::new() };
+    let n_ranks: u32 = file.attr("n_ranks").and_then(|a| a.read_scalar()).map_err(attr_err("n_ranks"))?;
+    let world = WorldState { history: history_tables.tables, domain: domain_from_text(&domain).map_err(&c)? };
+    let shapes_of = TableShapes { state: solver_tables.rows, history: history_tables.rows, format_version, domain };
 
     let ck = Checkpoint {
         path: path.to_path_buf(),
@@ -657,7 +687,8 @@ fn read_local(path: &Path, rank: u64, size: u64) -> Result<LocalRead, IoError> {
         body_offset: a,
         n_bodies,
         state,
-        history: history_tables.tables,
+        world,
+        n_ranks,
     };
     Ok((ck, sum, stored, shapes_of))
 }
@@ -667,6 +698,7 @@ struct TableShapes {
     state: Vec<(String, u64, usize, usize)>,
     history: Vec<(String, u64, usize, usize)>,
     format_version: u32,
+    domain: String,
 }
 
 /// Reads `/shapes/0..` in index order.

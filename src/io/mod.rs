@@ -17,7 +17,7 @@ mod h5raw;
 
 pub use checkpoint::{
     checkpoint_path, list_checkpoints, prune_checkpoints, read_checkpoint, write_checkpoint, Checkpoint, SolverState,
-    FORMAT_VERSION,
+    WorldState, FORMAT_VERSION,
 };
 pub use frames::FrameWriter;
 pub use table::{Column, ColumnData, ContactField, ContactTable};

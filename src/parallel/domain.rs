@@ -34,6 +34,49 @@ struct Node {
 }
 
 impl Domain {
+    /// The domain as plain numbers (a checkpoint keeps it, so a restart on
+    /// the same rank count owns every body where the run did): lo, hi,
+    /// dims, then 11 per RCB node.
+    pub fn to_flat(&self) -> Vec<f64> {
+        let mut v: Vec<f64> = self.lo.iter().chain(self.hi.iter()).copied().collect();
+        v.extend(self.dims.iter().map(|&d| d as f64));
+        for n in self.tree.iter().flatten() {
+            v.extend([n.r0 as f64, n.r1 as f64]);
+            v.extend(n.lo.iter().chain(n.hi.iter()));
+            v.extend([n.axis as f64, n.cut, n.left as f64, n.right as f64]);
+        }
+        v
+    }
+
+    /// The domain of [`Domain::to_flat`]; None for a malformed list or one
+    /// for another rank count.
+    pub fn from_flat(v: &[f64], ranks: usize) -> Option<Self> {
+        const NODE: usize = 12;
+        if v.len() < 9 || (v.len() - 9) % NODE != 0 {
+            return None;
+        }
+        let v3 = |k: usize| Vector3::new(v[k], v[k + 1], v[k + 2]);
+        let dims = [v[6] as usize, v[7] as usize, v[8] as usize];
+        let nodes: Vec<Node> = v[9..]
+            .chunks(NODE)
+            .map(|c| Node {
+                r0: c[0] as usize,
+                r1: c[1] as usize,
+                lo: Vector3::new(c[2], c[3], c[4]),
+                hi: Vector3::new(c[5], c[6], c[7]),
+                axis: c[8] as usize,
+                cut: c[9],
+                left: c[10] as usize,
+                right: c[11] as usize,
+            })
+            .collect();
+        let fits = match nodes.first() {
+            Some(root) => root.r1 == ranks && nodes.iter().all(|n| n.left < nodes.len() && n.right < nodes.len()),
+            None => dims.iter().product::<usize>() == ranks,
+        };
+        fits.then(|| Self { lo: v3(0), hi: v3(3), dims, tree: (!nodes.is_empty()).then_some(nodes) })
+    }
+
     /// Chooses the factorisation of `ranks` that makes the rank boxes closest
     /// to cubes (least total cut area); in 2D the z axis is never cut.
     pub fn new(lo: Vector3<f64>, hi: Vector3<f64>, ranks: usize, dim: u8) -> Self {

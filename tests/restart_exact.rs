@@ -1,0 +1,102 @@
+//! A restart on the same rank count continues bit for bit: 2N steps in one
+//! run and N steps, a checkpoint, a restart and N more steps end in the
+//! same last frame, every body and contact value equal to the last bit, for
+//! each solver on 1 and 2 ranks. The checkpoint holds everything the next
+//! step reads: warm starts (CD forces, the compatible solve's displacements
+//! and bars), the DEM's accelerations, friction history and Δt, the rank
+//! boxes and RCB cuts, the neighbour lists' reference positions.
+mod common;
+
+use common::Spheres;
+use std::path::Path;
+
+/// Spheres thrown onto a floor and at each other: contacts open and close,
+/// bodies cross rank boundaries, RCB rebalances (`imbalance = 1.0`).
+fn pile(solver: &str, t_end: f64, dt: f64, extra: &str) -> Spheres {
+    Spheres::new(solver, t_end, dt, [0.0, 0.0, -9.81], 0.05)
+        .lattice([-0.3, 0.0, 0.06], [6, 3, 2], 0.004, [1.5, 0.0, -0.5])
+        .moving_body([0.5, 0.1, 0.06], [-6.0, 0.0, 0.0])
+        .ground()
+        .with("[parallel]\nimbalance = 1.0\n")
+        .with(extra)
+        .output("every = 25\ncheckpoint_every = 50")
+}
+
+/// Every dataset of the last frame of `out/frames.h5`, by path, as bits.
+fn last_frame(out: &Path) -> Vec<(String, Vec<u64>)> {
+    let f = hdf5::File::open(out.join("frames.h5")).unwrap();
+    let frames = f.group("frames").unwrap();
+    let mut names = frames.member_names().unwrap();
+    names.sort();
+    let g = frames.group(names.last().unwrap()).unwrap();
+    let mut v = Vec::new();
+    for part in ["bodies", "contacts"] {
+        let p = g.group(part).unwrap();
+        let mut ds = p.member_names().unwrap();
+        ds.sort();
+        for name in ds {
+            let d = p.dataset(&name).unwrap();
+            let bits: Vec<u64> = match d.read_raw::<f64>() {
+                Ok(x) => x.iter().map(|x| x.to_bits()).collect(),
+                Err(_) => d.read_raw::<u64>().map(|x| x.to_vec()).or_else(|_| d.read_raw::<u32>().map(|x| x.iter().map(|&u| u as u64).collect())).unwrap_or_default(),
+            };
+            v.push((format!("{}/{part}/{name}", names.last().unwrap()), bits));
+        }
+    }
+    v
+}
+
+fn check(solver: &str, np: usize, dt: f64, extra: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    // Friction where the solver has it (its tangential history is checked too).
+    let text = |t_end: f64, out: &Path| {
+        let t = pile(solver, t_end, dt, extra).toml().replace("OUTDIR", &out.display().to_string());
+        if solver == "dem" { t.replace("density = 1000.0", "density = 1000.0\nfriction = 0.5\nfriction_dynamic = 0.4") } else { t }
+    };
+    let (n, t_full) = (100u64, 200.0 * dt);
+    let full = tmp.path().join("full");
+    let cfg = tmp.path().join("full.toml");
+    std::fs::write(&cfg, text(t_full, &full)).unwrap();
+    common::mpirun_ok(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+
+    let part = tmp.path().join("part");
+    let cfg = tmp.path().join("part.toml");
+    std::fs::write(&cfg, text(n as f64 * dt, &part)).unwrap();
+    common::mpirun_ok(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+    let cp = part.join(format!("checkpoint-{n:06}.h5"));
+    assert!(cp.exists(), "{solver}: no checkpoint at step {n}");
+    common::mpirun_ok(np, &common::stiffgrain(), &["restart", cp.to_str().unwrap(), "--set", &format!("simulation.t_end={t_full:?}")]);
+
+    let (a, b) = (last_frame(&full), last_frame(&part));
+    assert_eq!(a.iter().map(|x| &x.0).collect::<Vec<_>>(), b.iter().map(|x| &x.0).collect::<Vec<_>>(), "{solver} on {np}: other frames or datasets");
+    let contacts = a.iter().find(|x| x.0.ends_with("contacts/body_a")).map_or(0, |x| x.1.len());
+    assert!(contacts > 5, "{solver} on {np}: only {contacts} contacts at the end");
+    let differ: Vec<&str> = a.iter().zip(&b).filter(|(x, y)| x.1 != y.1).map(|(x, _)| x.0.as_str()).collect();
+    assert!(differ.is_empty(), "{solver} on {np} rank(s): {differ:?} differ after the restart");
+}
+
+#[test]
+fn cd_restarts_bit_for_bit_on_1_and_2_ranks() {
+    for np in [1, 2] {
+        check("cd", np, 1e-3, "");
+    }
+}
+
+#[test]
+fn compatible_cd_restarts_bit_for_bit_on_1_and_2_ranks() {
+    for np in [1, 2] {
+        check("compatible-cd", np, 1e-3, "[compatibility]\nevery = 1\n");
+    }
+}
+
+#[test]
+fn dem_restarts_bit_for_bit_on_1_and_2_ranks() {
+    for np in [1, 2] {
+        check(
+            "dem",
+            np,
+            2e-4,
+            "[contact]\ndistance = 0.005\n\n[dem]\ngbar = 0.002\nf = 0.5\neps1 = 1.0e5\nn1 = 1.5\nn2 = -2.0\ndamping = 0.2\n",
+        );
+    }
+}
