@@ -114,7 +114,12 @@ pub fn pgs(
                 continue;
             }
             let r = normal_velocity(op, &w, i) * dt + pl[i];
-            let new = (fl[i] - r / diag[i]).max(0.0);
+            // A contact on a ghost: its owner's rank moves the same body in
+            // the same sweep without seeing this update (Jacobi across
+            // ranks); half steps there keep the two from overshooting in
+            // turn. The fixed point (the LCP's solution) is the same.
+            let omega = if op.ib[i] != WALL_INDEX && op.ib[i] >= op.n_owned { 0.5 } else { 1.0 };
+            let new = (fl[i] - omega * r / diag[i]).max(0.0);
             let df = new - fl[i];
             if df != 0.0 {
                 w[op.ia[i]] += ma[i] * df;

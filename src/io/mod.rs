@@ -6,6 +6,7 @@
 //! (never one rank failing while the others wait in a collective).
 pub mod body_files;
 pub mod checkpoint;
+mod checksum;
 pub mod frame_read;
 pub mod frame_view;
 pub mod frames;
