@@ -36,7 +36,8 @@ pub struct Config {
 
 /// `[[load]]` (solver = "dem"): an external force at a material point of a
 /// body and/or a moment on it, ramped linearly in time (Gay Neto & Wriggers
-/// §2.3, eqs 23–24). At most one per body, which must move.
+/// §2.3, eqs 23–24). At most one per body, which must move. Under cd and
+/// compatible-cd a load is an error, not a warning.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(extend("x-solvers" = ["dem"]))]
@@ -45,20 +46,21 @@ pub struct LoadCfg {
     /// generated ones).
     pub body: u64,
     /// Force, world frame (default zero).
-    #[schemars(extend("x-unit" = "N", "x-default" = "none"))]
+    #[schemars(extend("x-unit" = "N", "x-default" = "zero"))]
     pub force: Option<[f64; 3]>,
     /// Where the force acts: offset from the centre of mass in the body
     /// frame, so it turns with the body (default the centre of mass).
     #[schemars(extend("x-unit" = "m", "x-default" = "centre of mass"))]
     pub point: Option<[f64; 3]>,
     /// Moment about the centre of mass, world frame (default zero).
-    #[schemars(extend("x-unit" = "N·m", "x-default" = "none"))]
+    #[schemars(extend("x-unit" = "N·m", "x-default" = "zero"))]
     pub moment: Option<[f64; 3]>,
-    /// The load is zero until this time (default 0) ...
+    /// The load is zero until this time (default 0), then grows linearly
+    /// to its full value at `t_ramp_end`.
     #[schemars(extend("x-unit" = "s", "x-default" = "0"))]
     pub t_start: Option<f64>,
-    /// ... and grows linearly to its full value at this time, constant
-    /// afterwards (default `t_start`: a step load).
+    /// End of the linear ramp from `t_start`: the load is at its full value
+    /// from this time on (default `t_start`: a step load).
     #[schemars(extend("x-unit" = "s", "x-default" = "t_start"))]
     pub t_ramp_end: Option<f64>,
 }
@@ -423,8 +425,9 @@ pub enum RandomMethod {
     /// stream: every rank builds only its cells (default).
     #[default]
     Cells,
-    /// The serial random sequential addition of earlier versions, repeated
-    /// on every rank (whole scene on every rank: small packs only).
+    /// Serial random sequential addition, repeated on every rank (the whole
+    /// pack on every rank: small packs only; denser than the cells' ~0.25
+    /// solid fraction).
     Sequential,
 }
 

@@ -1,3 +1,9 @@
+//! The user guide (docs/src, built by scripts/docs with mdBook).
+//!
+//! Its links: `links_in_the_guide_and_readme_resolve` fails on a relative
+//! link (or `#anchor`) of docs/src/*.md, README.md or BENCHMARKS.md that
+//! does not resolve, and on a chapter missing from SUMMARY.md.
+//!
 //! The config reference of the user guide, `docs/src/config-reference.md`,
 //! is generated from the TOML schema (`src/config/schema.rs`, derived with
 //! `schemars` from its doc comments and `x-unit`, `x-default`, `x-solvers`
@@ -5,7 +11,7 @@
 //! is missing from the committed file, or the file is not what the schema
 //! generates; the ignored test `write_config_reference` rewrites it:
 //!
-//!     cargo test --release --test config_reference -- --ignored write_config_reference
+//!     cargo test --release --test docs -- --ignored write_config_reference
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use stiffgrain::config::schema::Config;
@@ -250,15 +256,15 @@ fn tables() -> Vec<Table> {
 fn generate() -> String {
     let mut s = String::new();
     s.push_str("# Config reference\n\n");
-    s.push_str("<!-- Generated from src/config/schema.rs by `cargo test --release --test config_reference -- --ignored write_config_reference`; do not edit by hand. -->\n\n");
+    s.push_str("<!-- Generated from src/config/schema.rs by `cargo test --release --test docs -- --ignored write_config_reference`; do not edit by hand. -->\n\n");
     s.push_str(
         "Every key of a scene's TOML file, table by table. Units are SI throughout \
          (m, kg, s, N, Pa, rad); `1` marks a dimensionless number. *Default* is the \
          value taken when the key is left out: `required` keys must be given, `none` \
          means the feature is off unless given. *Solvers* names the solvers that read \
          the key: a table or key that the scene's solver does not read is not an error, \
-         the run prints one `is ignored by solver` warning line for it. An unknown key \
-         is an error. Any key can be overridden on the command line, \
+         the run prints one `is ignored by solver` warning line for it (a `[[load]]` \
+         under cd or compatible-cd is an error). An unknown key is an error. Any key can be overridden on the command line, \
          `--set dem.gbar=1e-4`, `--set 'generate[0].count=[10, 10, 10]'`.\n\n",
     );
     s.push_str("Tables: ");
@@ -383,7 +389,7 @@ fn config_reference_is_current() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     let missing: Vec<String> =
         tables().iter().flat_map(|t| t.keys.iter().map(|k| k.path.clone())).filter(|p| !committed.contains(&format!("| `{p}` |"))).collect();
-    let regenerate = "regenerate with `cargo test --release --test config_reference -- --ignored write_config_reference`";
+    let regenerate = "regenerate with `cargo test --release --test docs -- --ignored write_config_reference`";
     assert!(missing.is_empty(), "{} lacks the schema keys {missing:?}; {regenerate}", path.display());
     assert!(committed == generate(), "{} differs from what src/config/schema.rs generates; {regenerate}", path.display());
 }
@@ -392,4 +398,116 @@ fn config_reference_is_current() {
 #[ignore = "writer: regenerates docs/src/config-reference.md"]
 fn write_config_reference() {
     std::fs::write(reference_path(), generate()).unwrap();
+}
+
+/// The id mdBook (and GitHub) gives a heading: lower case, alphanumerics,
+/// `-` and `_` kept, spaces to `-`, the rest dropped.
+fn heading_id(text: &str) -> String {
+    text.trim().to_lowercase().chars().filter_map(|c| if c.is_alphanumeric() || c == '-' || c == '_' { Some(c) } else if c == ' ' { Some('-') } else { None }).collect()
+}
+
+/// The lines of a Markdown file outside fenced code blocks, with inline
+/// code removed.
+fn prose_lines(text: &str) -> Vec<(usize, String)> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced || line.starts_with("    ") && !line.trim_start().starts_with(['-', '|', '[', '!']) {
+            continue;
+        }
+        let mut kept = String::new();
+        for (k, part) in line.split('`').enumerate() {
+            if k % 2 == 0 {
+                kept.push_str(part);
+            }
+        }
+        out.push((i + 1, kept));
+    }
+    out
+}
+
+fn headings(path: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut fenced = false;
+    let mut ids = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            ids.push(heading_id(line.trim_start_matches('#')));
+        }
+    }
+    ids
+}
+
+/// The targets of the Markdown links `[text](target)` and `![alt](target)` of a line.
+fn link_targets(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("](") {
+        let after = &rest[i + 2..];
+        let Some(j) = after.find(')') else { break };
+        out.push(after[..j].split_whitespace().next().unwrap_or("").to_string());
+        rest = &after[j..];
+    }
+    out
+}
+
+#[test]
+fn links_in_the_guide_and_readme_resolve() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("docs/src");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&src).unwrap().filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "md")).collect();
+    files.sort();
+    let chapters: Vec<String> = files.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).filter(|n| n != "SUMMARY.md").collect();
+    files.push(root.join("README.md"));
+    files.push(root.join("BENCHMARKS.md"));
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (line_no, line) in prose_lines(&text) {
+            for target in link_targets(&line) {
+                if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                checked += 1;
+                let (path, anchor) = match target.split_once('#') {
+                    Some((p, a)) => (p, Some(a)),
+                    None => (target.as_str(), None),
+                };
+                let resolved = if path.is_empty() { file.clone() } else { file.parent().unwrap().join(path) };
+                let here = format!("{}:{line_no}: {target}", file.strip_prefix(&root).unwrap().display());
+                if !resolved.exists() {
+                    broken.push(format!("{here}: no such file"));
+                } else if let Some(a) = anchor {
+                    if resolved.extension().is_some_and(|e| e == "md") && !headings(&resolved).iter().any(|h| h == a) {
+                        broken.push(format!("{here}: no heading with this id"));
+                    }
+                }
+            }
+        }
+    }
+    let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap();
+    for c in &chapters {
+        if !summary.contains(&format!("({c})")) {
+            broken.push(format!("docs/src/{c}: not in SUMMARY.md"));
+        }
+    }
+    assert!(broken.is_empty(), "broken links in the documents:\n{}", broken.join("\n"));
+    assert!(checked > 50, "only {checked} links checked: is the link parser broken?");
+}
+
+#[test]
+fn the_link_check_finds_broken_links() {
+    assert_eq!(link_targets("see [a](b.md#c) and ![i](images/x.png)"), ["b.md#c", "images/x.png"]);
+    assert_eq!(heading_id(" `[[compatibility.stiffness]]`"), "compatibilitystiffness");
+    assert_eq!(heading_id(" Solver `dem`"), "solver-dem");
+    let lines = prose_lines("a `[x](y)` b\n```\n[z](w)\n```\n[ok](v)\n");
+    let targets: Vec<String> = lines.iter().flat_map(|(_, l)| link_targets(l)).collect();
+    assert_eq!(targets, ["v"]);
 }
