@@ -7,7 +7,9 @@
 //! The config reference of the user guide, `docs/src/config-reference.md`,
 //! is generated from the TOML schema (`src/config/schema.rs`, derived with
 //! `schemars` from its doc comments and `x-unit`, `x-default`, `x-solvers`
-//! extensions). `config_reference_is_current` fails when a key of the schema
+//! extensions). `the_solvers_column_agrees_with_the_ignored_warnings` runs
+//! `stiffgrain check` to hold the solver column to the program's warnings.
+//! `config_reference_is_current` fails when a key of the schema
 //! is missing from the committed file, or the file is not what the schema
 //! generates; the ignored test `write_config_reference` rewrites it:
 //!
@@ -510,4 +512,70 @@ fn the_link_check_finds_broken_links() {
     let lines = prose_lines("a `[x](y)` b\n```\n[z](w)\n```\n[ok](v)\n");
     let targets: Vec<String> = lines.iter().flat_map(|(_, l)| link_targets(l)).collect();
     assert_eq!(targets, ["v"]);
+}
+
+/// What `stiffgrain check` prints for a one-sphere scene under `solver`,
+/// with `material` appended to its material and `extra` to the file; and
+/// whether it succeeded.
+fn check_scene(solver: &str, material: &str, extra: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scene.toml");
+    let text = format!(
+        "[simulation]\nsolver = \"{solver}\"\nt_end = 0.1\ndt = 1e-3\n\n[[material]]\nname = \"m\"\ndensity = 1000.0\n{material}\n\n\
+         [[shape]]\nname = \"s\"\nkind = \"sphere\"\nradius = 0.5\n\n[[body]]\nshape = \"s\"\nposition = [0.0, 0.0, 1.0]\n\n{extra}\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stiffgrain")).arg("check").arg(&path).output().unwrap();
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+/// The reference's solver column says which solvers read a table or key;
+/// the program says it too, by warning that the others ignore it. Every
+/// table and key whose solvers are not all three is set in a scene under
+/// each solver: the solvers named must not warn about it, the others must
+/// (a `[[load]]` under cd or compatible-cd is refused instead).
+#[test]
+fn the_solvers_column_agrees_with_the_ignored_warnings() {
+    // (table or key, material lines, extra TOML, what the warning names)
+    let case = |path: &str| -> (&str, &str, &str) {
+        match path {
+            "solver" => ("", "[solver]\ntolerance = 1e-6", "[solver]"),
+            "compatibility" => ("", "[compatibility]\np = 3.0", "compatibility"),
+            "compatibility.stiffness" => ("", "[dem]\npair_stiffness = true\n\n[[compatibility.stiffness]]\nmaterials = [\"m\", \"m\"]\nk = 2.0", "compatibility"),
+            "dem" => ("", "[dem]\ngbar = 0.01", "[dem]"),
+            "load" => ("", "[[load]]\nbody = 0\nforce = [1.0, 0.0, 0.0]", "load"),
+            "material.friction" => ("friction = 0.5", "", "material[0].friction"),
+            "material.friction_dynamic" => ("friction_dynamic = 0.5", "", "material[0].friction_dynamic"),
+            "material.restitution" => ("restitution = 0.5", "", "material[0].restitution"),
+            other => panic!("{other} is read by only some solvers: add a case for it to this test"),
+        }
+    };
+    let mut checked = 0;
+    for t in tables() {
+        let mut subjects: Vec<(String, Vec<String>)> = Vec::new();
+        if t.solvers.len() < SOLVERS.len() {
+            subjects.push((t.path.clone(), t.solvers.clone()));
+        }
+        for k in &t.keys {
+            if k.solvers != t.solvers {
+                subjects.push((k.path.clone(), k.solvers.clone()));
+            }
+        }
+        for (path, readers) in subjects {
+            let (material, extra, named) = case(&path);
+            for solver in SOLVERS {
+                let (ok, out) = check_scene(solver, material, extra);
+                let warned = out.lines().any(|l| l.contains("is ignored by solver") && l.contains(named));
+                if readers.iter().any(|r| r == solver) {
+                    assert!(ok && !warned, "{path} under {solver} (listed as a reader): {out}");
+                } else if path == "load" {
+                    assert!(!ok && out.contains("load"), "{path} under {solver}: {out}");
+                } else {
+                    assert!(ok && warned, "{path} under {solver} (not a reader) gives no warning naming {named}: {out}");
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 24, "only {checked} cases");
 }
