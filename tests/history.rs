@@ -3,6 +3,7 @@
 //! and checkpoints written and read on different rank counts.
 mod common;
 
+use common::Spheres;
 use std::path::Path;
 use stiffgrain::dem::law::NormalLaw;
 
@@ -15,59 +16,23 @@ fn lanes(out: &Path, t_end: f64) -> String {
     let law = NormalLaw::new(1.0e6, 1.5, -2.0, 0.005, 0.5);
     let weight = 1000.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.1f64.powi(3) * 9.81;
     let z0 = 0.1 + law.inverse(weight);
-    let mut bodies = String::new();
+    let mut scene = Spheres::new("dem", t_end, 2e-3, [0.0, 0.0, -9.81], 0.1);
     for i in 0..11 {
         let (x, v) = match i {
             0..=7 if i % 2 == 0 => (-1.2, 4.8),
             0..=7 => (1.2, -4.8),
             _ => (-0.6, 0.0),
         };
-        bodies += &format!("[[body]]\nshape = \"s\"\nposition = [{x}, {}, {z0}]\nvelocity = [{v}, 0.0, 0.0]\n\n", 0.21 * i as f64);
+        scene = scene.moving_body([x, 0.21 * i as f64, z0], [v, 0.0, 0.0]);
     }
-    format!(
-        r#"
-[simulation]
-solver = "dem"
-t_end = {t_end}
-dt = 2e-3
-gravity = [0.0, 0.0, -9.81]
-
-[parallel]
-imbalance = 1.0
-
-[[material]]
-name = "m"
-density = 1000.0
-friction = 0.5
-friction_dynamic = 0.4
-
-[[shape]]
-name = "s"
-kind = "sphere"
-radius = 0.1
-
-{bodies}[[wall]]
-point = [0.0, 0.0, 0.0]
-normal = [0.0, 0.0, 1.0]
-
-[contact]
-distance = 0.01
-
-[dem]
-gbar = 0.005
-f = 0.5
-eps1 = 1.0e6
-n1 = 1.5
-n2 = -2.0
-damping = 0.2
-
-[output]
-dir = "{}"
-every = 20
-checkpoint_every = 100
-"#,
-        out.display()
-    )
+    scene
+        .ground()
+        .with("[parallel]\nimbalance = 1.0\n")
+        .with("[contact]\ndistance = 0.01\n")
+        .with("[dem]\ngbar = 0.005\nf = 0.5\neps1 = 1.0e6\nn1 = 1.5\nn2 = -2.0\ndamping = 0.2\n")
+        .output("every = 20\ncheckpoint_every = 100")
+        .toml_into(out)
+        .replace("density = 1000.0", "density = 1000.0\nfriction = 0.5\nfriction_dynamic = 0.4")
 }
 
 /// (contact key, [f_n, f_t]) of the frame of `step`, sorted by key.
