@@ -227,7 +227,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let out_dir = &scene.output.dir;
     prepare_output(comm, out_dir, opts)?;
     let mut solver = make_solver(scene);
-    let mut world = World::new(comm, scene, bodies, opts.domain.clone(), &solver.history());
+    // A checkpoint's own decomposition is kept as it is (an exact restart).
+    let rebalance = opts.restart.is_none() || opts.domain.is_none();
+    let mut world = World::new(comm, scene, bodies, opts.domain.clone(), rebalance, &solver.history());
     let n_global = parallel::sum_u64(comm, world.n_owned() as u64);
     solver.phases().iter().for_each(|p| world.add_phase(p));
     if opts.restart.is_some() {
@@ -260,7 +262,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         if step > 1 || opts.restart.is_some() {
             world.update_contacts();
         }
-        world.begin_step();
+        if solver.rolls_back() {
+            world.begin_step();
+        }
         let plan = solver.begin_step(&world, time, clock.dt.min(clock.t_final - time), 0);
         world.drop_contacts(&plan.drop);
         // Output after this step: the run's last, every n-th, or possibly the last quiet one.

@@ -99,6 +99,12 @@ pub trait Solver {
         HistorySpec::default()
     }
 
+    /// True when `review` may ask for a [`Review::Redo`]: the World then
+    /// keeps the owned bodies and history of each step's start.
+    fn rolls_back(&self) -> bool {
+        false
+    }
+
     /// Before attempt `attempt` (0 first, then after each redo) of a step
     /// from `time`: the Δt to try (at most `dt`) and contacts to drop.
     fn begin_step(&mut self, _world: &World, _time: f64, dt: f64, _attempt: u32) -> Plan {

@@ -110,11 +110,10 @@ pub struct Reaction {
 impl<'a> World<'a> {
     /// Distributes `bodies` (any subset per rank, e.g. a checkpoint slab)
     /// to their owners in `domain`: the decomposition start-up placed them
-    /// in, or a checkpoint's on the same rank count (then kept as it is, no
-    /// rebalance: the run continues as it would have). Without one, the
-    /// rank boxes are made over the bodies' box.
-    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, domain: Option<Domain>, history: &HistorySpec) -> Self {
-        let kept = domain.is_some();
+    /// in, or a checkpoint's on the same rank count (then `rebalance` is
+    /// false: the run continues as it would have). Without one, the rank
+    /// boxes are made over the bodies' box.
+    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, domain: Option<Domain>, rebalance: bool, history: &HistorySpec) -> Self {
         let domain = domain.unwrap_or_else(|| {
             let (lo, hi) = crate::parallel::domain::domain_box(comm, scene, &bodies);
             Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim)
@@ -145,7 +144,7 @@ impl<'a> World<'a> {
             walls: scene.walls.clone(),
         };
         world.layout.n_owned = n;
-        world.rebuild(!kept);
+        world.rebuild(rebalance);
         world
     }
 
@@ -464,7 +463,8 @@ impl<'a> World<'a> {
     }
 
     /// Remembers the owned bodies and the history at the start of a step,
-    /// the state [`World::roll_back`] returns to.
+    /// the state [`World::roll_back`] returns to (for a solver that
+    /// [`rolls_back`](crate::solver::Solver::rolls_back)).
     pub fn begin_step(&mut self) {
         self.start = Some((self.owned_bodies(), self.history.clone()));
     }

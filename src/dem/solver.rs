@@ -140,6 +140,10 @@ impl Solver for DemSolver {
         true
     }
 
+    fn rolls_back(&self) -> bool {
+        true
+    }
+
     /// The first attempt remembers the step's start and ends the step
     /// where a wall is removed (`until`); every attempt drops the mesh
     /// pairs detected closed.
