@@ -30,6 +30,10 @@ pub struct Col {
 }
 
 impl Col {
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
     pub fn of<'r>(&self, row: &'r [f64]) -> &'r [f64] {
         &row[self.offset..self.offset + self.width]
     }

@@ -210,6 +210,25 @@ impl<'a> World<'a> {
         &self.history
     }
 
+    /// Body-history column `name` of every local body, owned then ghosts
+    /// (the ghosts' from their owners; zeros for a body without a row):
+    /// `width` values per body. History lives with the owners; a solver
+    /// that reads it on ghosts asks here. Collective.
+    pub fn body_history_with_ghosts(&self, name: &str) -> Vec<f64> {
+        let (h, n) = (&self.history.body, self.layout.n_owned);
+        let col = h.col(name);
+        let w = col.width();
+        let mut owned = vec![0.0; w * n];
+        for i in 0..n {
+            if let Some(row) = h.get(&self.bodies.id[i]) {
+                owned[w * i..w * (i + 1)].copy_from_slice(col.of(row));
+            }
+        }
+        let ghosts = exchange::forward_values(self.comm, &self.layout, &owned, w);
+        owned.extend(ghosts);
+        owned
+    }
+
     /// What a checkpoint keeps of the World: the history tables, the
     /// neighbour lists' reference positions (table "world": when the next
     /// rebuild happens) and the decomposition.

@@ -106,3 +106,19 @@ fn assert_close(a: &[([u64; 4], [f64; 4])], b: &[([u64; 4], [f64; 4])], what: &s
     assert!(scale > 0.0, "{what}: no forces");
     assert!(err <= 1e-12 * scale, "{what}: contact forces differ by {err:e} (largest force {scale:e})");
 }
+
+/// Body history read on ghosts comes from the ghosts' owners, on 1, 2 and 3
+/// ranks (examples/history_ghosts.rs checks every value).
+#[test]
+fn ghosts_read_their_owners_body_history() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("lattice.toml");
+    let scene = Spheres::new("cd", 0.01, 1e-3, [0.0, 0.0, -9.81], 0.05).lattice([0.0, 0.0, 0.06], [8, 4, 2], 0.002, [0.0; 3]).ground();
+    std::fs::write(&cfg, scene.toml_into(&tmp.path().join("out"))).unwrap();
+    for np in [1, 2, 3] {
+        let line = common::mpirun_ok(np, &common::example("history_ghosts"), &[cfg.to_str().unwrap()]);
+        assert!(line.contains("ok=true"), "{np} ranks: {line}");
+        let ghosts: u64 = line.split_whitespace().find_map(|kv| kv.strip_prefix("ghosts=")).unwrap().parse().unwrap();
+        assert!(np == 1 || ghosts > 0, "{np} ranks: no ghosts to check: {line}");
+    }
+}
