@@ -286,3 +286,54 @@ fn restart_says_when_frames_file_is_missing() {
         assert_eq!(frame_steps(&out.join("frames.h5")), vec![15, 20], "np {np}");
     }
 }
+
+#[test]
+fn restart_after_a_rank_is_killed_keeps_every_complete_frame() {
+    let tmp = tempfile::tempdir().unwrap();
+    for np in [1, 2] {
+        let out = tmp.path().join(format!("kill-{np}"));
+        let cfg = scene(tmp.path(), &format!("kill-{np}"), &out, 3000, 1);
+        let mut child = mpirun_cmd(np, &stiffgrain(), &["run", cfg.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("cannot start mpirun");
+        // Wait for a checkpoint and some frames after it, then kill -9 the
+        // last rank wherever it is (often inside a frame).
+        let start = Instant::now();
+        while !(out.join("checkpoint-000020.h5").exists() && out.join("frames.xdmf").exists() && xdmf_frames(&out) > 25) {
+            assert!(start.elapsed() < Duration::from_secs(WATCHDOG), "np {np}: the run made no progress");
+            assert!(child.try_wait().unwrap().is_none(), "np {np}: the run ended before it could be killed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let ranks = Command::new("pgrep").args(["-P", &child.id().to_string(), "stiffgrain"]).output().unwrap();
+        let pids = String::from_utf8_lossy(&ranks.stdout).to_string();
+        let pid = pids.split_whitespace().last().unwrap_or_else(|| panic!("np {np}: no rank found under mpirun"));
+        assert!(Command::new("kill").args(["-9", pid]).status().unwrap().success());
+        let deadline = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if deadline.elapsed() > Duration::from_secs(WATCHDOG) {
+                let _ = child.kill();
+                panic!("np {np}: mpirun did not end after a rank was killed");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let (step, ck) = std::fs::read_dir(&out)
+            .unwrap()
+            .filter_map(|e| {
+                let p = e.unwrap().path();
+                let n = p.file_name()?.to_str()?.strip_prefix("checkpoint-")?.strip_suffix(".h5")?.parse::<u64>().ok()?;
+                Some((n, p))
+            })
+            .max()
+            .unwrap();
+        let t_end = format!("simulation.t_end={:?}", (step + 5) as f64 * 1e-3);
+        let (code, text) = run_bounded(np, &["restart", ck.to_str().unwrap(), "--set", &t_end]);
+        assert_eq!(code, 0, "np {np}: the restart after kill -9 failed:\n{text}");
+        // Every frame up to the checkpoint is there (kept or salvaged), then the new ones.
+        let want: Vec<u64> = (0..=step + 5).collect();
+        assert_eq!(frame_steps(&out.join("frames.h5")), want, "np {np}:\n{text}");
+        assert_eq!(xdmf_frames(&out), want.len(), "np {np}");
+        eprintln!("np {np}: killed after checkpoint {step}; restart said: {:?}", lines_with(&text, &["frames.h5"]));
+    }
+}
