@@ -305,6 +305,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             }
         }
     }
+    frames.close()?;
     if clock.quiet >= STATIC_STEPS && comm.rank() == 0 {
         log::info!("static: every body slower than {:e} m/s for {STATIC_STEPS} steps at t = {:e}", scene.simulation.until_static.unwrap_or(0.0), clock.time);
     }
@@ -511,12 +512,37 @@ fn write_checkpoint(world: &World, solver: &dyn Solver, step: u64, time: f64, dt
     let (comm, scene) = (world.comm(), world.scene());
     let dir = &scene.output.dir;
     let path = io::checkpoint_path(dir, step);
-    io::write_checkpoint(comm, &path, step, time, dt, scene, world.bodies(), world.n_owned(), &solver.state(), &world.state())?;
+    let (state, world_state) = (solver.state(), world.state());
+    io::check_space(comm, &path, checkpoint_bytes(world, &state, &world_state.history), "the checkpoint")?;
+    io::write_checkpoint(comm, &path, step, time, dt, scene, world.bodies(), world.n_owned(), &state, &world_state)?;
+    let pruned = if comm.rank() == 0 { io::prune_checkpoints(dir, scene.output.checkpoint_keep).map(|_| ()) } else { Ok(()) };
+    io::agree(comm, pruned)?;
     if comm.rank() == 0 {
-        io::prune_checkpoints(dir, scene.output.checkpoint_keep)?;
         log::info!("checkpoint {}", path.display());
     }
     Ok(path)
+}
+
+/// A generous bound on a checkpoint's size (collective): its bodies, tables
+/// and shapes, and room for the HDF5 headers.
+fn checkpoint_bytes(world: &World, state: &SolverState, history: &[(String, io::FlatRecords)]) -> u64 {
+    let comm = world.comm();
+    // id, shape, material, fixed, dof_mask; 23 floats (pose, velocities, mass, inertia).
+    let bodies = world.n_owned() as u64 * (8 + 4 + 4 + 1 + 1 + 23 * 8);
+    let tables: u64 = state.tables.iter().chain(history).map(|(_, r)| r.len() as u64 * 8 * (1 + r.n_u + r.n_f) as u64).sum();
+    let data = parallel::sum_u64(comm, bodies + tables);
+    let shapes: u64 = world
+        .scene()
+        .shapes
+        .iter()
+        .map(|s| match s {
+            crate::body::Shape::Mesh(m) => (m.vertices.len() * 24 + m.triangles.len() * 12) as u64,
+            _ => 0,
+        })
+        .sum();
+    let n_tables = (state.tables.len() + history.len()) as u64;
+    let headers = 65536 + 16384 * n_tables + 4096 * world.scene().shapes.len() as u64 + world.scene().config_text.len() as u64;
+    data + shapes + data / 8 + headers
 }
 
 fn write_json_atomically(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
@@ -534,6 +560,9 @@ fn write_json_atomically(path: &Path, value: &impl serde::Serialize) -> std::io:
 /// `thermo_every` steps and whenever `thermo_seconds` of wall time passed.
 struct Thermo {
     file: Option<std::fs::File>,
+    /// Rank 0's failures to write are agreed over it (no rank left waiting).
+    comm: Comm,
+    path: PathBuf,
     last: Instant,
     seconds: f64,
 }
@@ -544,19 +573,13 @@ impl Thermo {
 
     fn open(comm: &Comm, path: &PathBuf, append: bool, seconds: f64) -> Result<Self, RunError> {
         let file = if comm.rank() == 0 {
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(append)
-                .write(true)
-                .truncate(!append)
-                .open(path)
-                .map_err(|e| RunError::Runtime(format!("{}: cannot create: {e}", path.display())))?;
-            let _ = writeln!(f, "{}", Self::HEADER);
-            Some(f)
+            let f = std::fs::OpenOptions::new().create(true).append(append).write(true).truncate(!append).open(path);
+            f.and_then(|mut f| writeln!(f, "{}", Self::HEADER).map(|()| Some(f))).map_err(|e| IoError::fs(path, "write the log", e))
         } else {
-            None
+            Ok(None)
         };
-        Ok(Self { file, last: Instant::now(), seconds })
+        let file = io::agree(comm, file)?;
+        Ok(Self { file, comm: comm.duplicate(), path: path.clone(), last: Instant::now(), seconds })
     }
 
     /// True on every rank when rank 0's wall clock passed `seconds` since
@@ -577,12 +600,14 @@ impl Thermo {
         self.write(&s)
     }
 
+    /// Collective (every rank calls it for each line).
     fn write(&mut self, s: &str) -> Result<(), RunError> {
         log::info!("{s}");
-        if let Some(f) = &mut self.file {
-            writeln!(f, "{s}").and_then(|_| f.flush()).map_err(|e| RunError::Runtime(format!("log.txt: {e}")))?;
-        }
-        Ok(())
+        let r = match &mut self.file {
+            Some(f) => writeln!(f, "{s}").and_then(|_| f.flush()).map_err(|e| IoError::fs(&self.path, "write the log", e)),
+            None => Ok(()),
+        };
+        Ok(io::agree(&self.comm, r)?)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -174,7 +174,8 @@ fn with_petsc(
     match result {
         Ok(_) => 0,
         Err(e) => {
-            if world.rank() == 0 || e.exit_code() != 2 {
+            // Input and I/O errors are agreed: every rank holds the same one.
+            if world.rank() == 0 || !(e.exit_code() == 2 || matches!(e, driver::RunError::Io(_))) {
                 eprintln!("stiffgrain: {e}");
             }
             e.exit_code()

@@ -2,13 +2,21 @@
 //! and contacts sorted by `(body_a, body_b, sub_a, sub_b)`, written with
 //! collective MPI-IO; `OUT/frames.xdmf` is rewritten beside it after each frame.
 //!
+//! Durability: the file is open only while a frame is written. Each frame
+//! first reserves its disk space (rank 0, `posix_fallocate`), so that a full
+//! disk or quota fails before any collective write; every collective step is
+//! agreed; the frame is marked `complete` last and the file closed, so that a
+//! crash or a full disk never leaves earlier frames behind unflushed metadata.
+//! [`FrameWriter::append`] keeps the complete frames of a damaged file.
+//!
 //! Layout (ARCHITECTURE.md "Output"), plus the extra datasets marked (+):
 //!
 //! ```text
 //! /meta                attrs: version, solver, dim, n_ranks, config (TOML text)
 //! /shapes/<k>          attrs: kind ("sphere" | "mesh"), name;
 //!                      sphere: attr radius f64; mesh: vertices V×3 f64, triangles T×3 u32
-//! /frames/<step>       attrs: time, step, dt   (<step> zero-padded to 9 digits)
+//! /frames/<step>       attrs: time, step, dt, complete (1, written last)
+//!                      (<step> zero-padded to 9 digits)
 //!   bodies/  id u64, shape u32, fixed u8, position N×3, orientation N×4 (w,x,y,z),
 //!            velocity N×3, angular_velocity N×3,
 //!            (+) radius N f64: sphere radius, or bounding radius of a mesh,
@@ -34,7 +42,7 @@
 //!  walls/    (+) the walls still acting at the frame's time, as quads over
 //!            the scene's domain box: vertices 4W×3, quads W×4 u64, index W
 //! ```
-use super::h5raw::write_rows_collective;
+use super::h5raw::{copy_object, reserve, write_rows_collective};
 use super::redistribute::{redistribute_sorted, FlatRecords};
 use super::table::{ColumnData, ContactTable};
 use super::frame_view::{self, WallQuad, WALL_ID_BASE};
@@ -61,7 +69,6 @@ pub struct FrameWriter {
     comm: SimpleCommunicator,
     path: PathBuf,
     xdmf_path: PathBuf,
-    file: hdf5::File,
     shapes: Vec<Shape>,
     has_meshes: bool,
     frames: Vec<FrameInfo>,
@@ -89,73 +96,137 @@ impl FrameWriter {
             .create(&path)
             .ctx(&path, "creating the file (MPI-IO)");
         let file = agree(&comm, file)?;
-        let has_meshes = scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_)));
-        let w = FrameWriter {
-            comm,
-            path,
-            xdmf_path,
-            file,
-            shapes: scene.shapes.clone(),
-            has_meshes,
-            frames: Vec::new(),
-            walls: scene.walls.clone(),
-            periodic: scene.periodic.clone(),
-        };
-        let r = w.write_header(scene);
+        let w = Self::new(comm, path, xdmf_path, scene, Vec::new());
+        let r = w.write_header(&file, scene);
         agree(&w.comm, r)?;
+        w.close_file(file)?;
         let r = w.update_xdmf();
         agree(&w.comm, r)?;
         Ok(w)
     }
 
-    /// Collective: reopens `dir/frames.h5` of an earlier run to continue it
-    /// after a restart from `after_step`: frames past that step (written
-    /// after the checkpoint, before the run stopped) are removed, since the
-    /// resumed run writes them again; earlier frames are kept.
-    pub fn append<C: Communicator>(comm: &C, dir: &Path, scene: &Scene, after_step: u64) -> Result<FrameWriter, IoError> {
-        let comm = comm.duplicate();
-        let path = dir.join("frames.h5");
-        if !path.exists() {
-            return Self::create(&comm, dir, scene);
-        }
-        let xdmf_path = dir.join("frames.xdmf");
-        let file = hdf5::File::with_options()
-            .with_fapl(|p| p.mpio(comm.as_raw(), None))
-            .open_rw(&path)
-            .ctx(&path, "reopening the file to continue it (MPI-IO)");
-        let file = agree(&comm, file)?;
-        let r = (|| -> Result<Vec<FrameInfo>, IoError> {
-            let g = file.group("frames").ctx(&path, "opening /frames")?;
-            let mut names = g.member_names().ctx(&path, "listing /frames")?;
-            names.sort();
-            let mut frames = Vec::new();
-            for name in names {
-                let step: u64 = name.parse().map_err(|_| IoError::corrupt(&path, format!("frame group {name}")))?;
-                if step > after_step {
-                    g.unlink(&name).ctx(&path, "removing a frame past the checkpoint")?;
-                    continue;
-                }
-                let f = g.group(&name).ctx(&path, "opening a frame")?;
-                let time: f64 = f.attr("time").and_then(|a| a.read_scalar()).ctx(&path, "reading a frame time")?;
-                frames.push(frame_info_of(&f, format!("/frames/{name}"), time).ctx(&path, "reading a frame's datasets")?);
-            }
-            Ok(frames)
-        })();
-        let frames = agree(&comm, r)?;
-        let has_meshes = scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_)));
-        let w = FrameWriter {
+    fn new(comm: SimpleCommunicator, path: PathBuf, xdmf_path: PathBuf, scene: &Scene, frames: Vec<FrameInfo>) -> Self {
+        FrameWriter {
             comm,
             path,
             xdmf_path,
-            file,
             shapes: scene.shapes.clone(),
-            has_meshes,
+            has_meshes: scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_))),
             frames,
             walls: scene.walls.clone(),
             periodic: scene.periodic.clone(),
-        };
+        }
+    }
+
+    /// Collective: opens the file to write (it is closed between frames).
+    fn open_file(&self, what: &str) -> Result<hdf5::File, IoError> {
+        let file = hdf5::File::with_options().with_fapl(|p| p.mpio(self.comm.as_raw(), None)).open_rw(&self.path).ctx(&self.path, what);
+        agree(&self.comm, file)
+    }
+
+    /// Collective: closes the file (every group and dataset of it dropped).
+    fn close_file(&self, file: hdf5::File) -> Result<(), IoError> {
+        let r = file.close().ctx(&self.path, "closing");
+        agree(&self.comm, r)
+    }
+
+    /// Collective: reopens `dir/frames.h5` of an earlier run to continue it
+    /// after a restart from `after_step`: frames past that step (written
+    /// after the checkpoint, before the run stopped) are removed, since the
+    /// resumed run writes them again; earlier frames are kept. A missing
+    /// file is started anew and a damaged one (truncated, a torn frame) is
+    /// replaced by a new file holding its complete frames, the damaged one
+    /// kept beside it; either is said in one line.
+    pub fn append<C: Communicator>(comm: &C, dir: &Path, scene: &Scene, after_step: u64) -> Result<FrameWriter, IoError> {
+        let comm = comm.duplicate();
+        let path = dir.join("frames.h5");
+        // Rank 0 inspects the file alone: damage is repaired, never an
+        // error on every rank that blocks a restart from a good checkpoint.
+        let (mut code, mut reason) = (0u8, String::new());
+        if comm.rank() == 0 {
+            match inspect(&path, after_step) {
+                Health::Intact => {}
+                Health::Missing => code = 1,
+                Health::Damaged(why) => (code, reason) = (2, why),
+            }
+        }
+        comm.process_at_rank(0).broadcast_into(&mut code);
+        match code {
+            0 => Self::reopen(comm, dir, scene, after_step),
+            1 => {
+                let w = Self::create(&comm, dir, scene)?;
+                if comm.rank() == 0 {
+                    log::warn!(
+                        "{}: missing; earlier frames are lost, the new file holds the frames after step {after_step}",
+                        path.display()
+                    );
+                }
+                Ok(w)
+            }
+            _ => Self::salvage(comm, dir, scene, after_step, &reason),
+        }
+    }
+
+    /// Collective: opens an intact file, drops the frames past `after_step`
+    /// and lists the others.
+    fn reopen(comm: SimpleCommunicator, dir: &Path, scene: &Scene, after_step: u64) -> Result<FrameWriter, IoError> {
+        let mut w = Self::new(comm, dir.join("frames.h5"), dir.join("frames.xdmf"), scene, Vec::new());
+        let file = w.open_file("reopening the file to continue it (MPI-IO)")?;
+        let path = &w.path;
+        let r = (|| -> Result<Vec<FrameInfo>, IoError> {
+            let g = file.group("frames").ctx(path, "opening /frames")?;
+            let mut names = g.member_names().ctx(path, "listing /frames")?;
+            names.sort();
+            let mut frames = Vec::new();
+            for name in names {
+                let step: u64 = name.parse().map_err(|_| IoError::corrupt(path, format!("frame group {name}")))?;
+                if step > after_step {
+                    g.unlink(&name).ctx(path, "removing a frame past the checkpoint")?;
+                    continue;
+                }
+                let f = g.group(&name).ctx(path, "opening a frame")?;
+                let time: f64 = f.attr("time").and_then(|a| a.read_scalar()).ctx(path, "reading a frame time")?;
+                frames.push(frame_info_of(&f, format!("/frames/{name}"), time).ctx(path, "reading a frame's datasets")?);
+            }
+            Ok(frames)
+        })();
+        w.frames = agree(&w.comm, r)?;
+        w.close_file(file)?;
         let r = w.update_xdmf();
         agree(&w.comm, r)?;
+        Ok(w)
+    }
+
+    /// Collective: moves a damaged file aside, starts a new one and copies
+    /// into it (rank 0) every complete frame up to `after_step`.
+    fn salvage(comm: SimpleCommunicator, dir: &Path, scene: &Scene, after_step: u64, reason: &str) -> Result<FrameWriter, IoError> {
+        let path = dir.join("frames.h5");
+        let aside = (1..)
+            .map(|k| dir.join(if k == 1 { "frames.h5.damaged".to_string() } else { format!("frames.h5.damaged.{k}") }))
+            .find(|p| !p.exists())
+            .unwrap_or_default();
+        let r = if comm.rank() == 0 {
+            std::fs::rename(&path, &aside).map_err(|e| IoError::fs(&path, format!("move the damaged file aside to {}", aside.display()), e))
+        } else {
+            Ok(())
+        };
+        agree(&comm, r)?;
+        drop(Self::create(&comm, dir, scene)?);
+        let r = if comm.rank() == 0 { copy_complete(&aside, &path, after_step) } else { Ok((Vec::new(), 0)) };
+        let (kept, listed) = agree(&comm, r)?;
+        let w = Self::reopen(comm, dir, scene, after_step)?;
+        if w.comm.rank() == 0 {
+            let steps = match (kept.first(), kept.last()) {
+                (Some(a), Some(b)) => format!(" (steps {}..{})", a.parse::<u64>().unwrap_or(0), b.parse::<u64>().unwrap_or(0)),
+                _ => String::new(),
+            };
+            log::warn!(
+                "{} was damaged ({reason}): kept its {} complete frames{steps} of {listed} up to step {after_step} in a new file; the damaged file is {}",
+                path.display(),
+                kept.len(),
+                aside.display()
+            );
+        }
         Ok(w)
     }
 
@@ -164,23 +235,22 @@ impl FrameWriter {
         &self.path
     }
 
-    fn write_header(&self, scene: &Scene) -> Result<(), IoError> {
+    fn write_header(&self, file: &hdf5::File, scene: &Scene) -> Result<(), IoError> {
         let p = &self.path;
-        let meta = self.file.create_group("meta").ctx(p, "creating /meta")?;
+        let meta = file.create_group("meta").ctx(p, "creating /meta")?;
         str_attr(&meta, "version", env!("CARGO_PKG_VERSION")).ctx(p, "writing /meta version")?;
         str_attr(&meta, "solver", scene.simulation.solver.name()).ctx(p, "writing /meta solver")?;
         scalar_attr(&meta, "dim", &scene.simulation.dim).ctx(p, "writing /meta dim")?;
         scalar_attr(&meta, "n_ranks", &(self.comm.size() as u32)).ctx(p, "writing /meta n_ranks")?;
         str_attr(&meta, "config", &scene.config_text).ctx(p, "writing /meta config")?;
-        write_shapes(&self.comm, &self.file, &scene.shapes, &scene.shape_names).ctx(p, "writing /shapes")?;
-        self.file.create_group("frames").ctx(p, "creating /frames")?;
-        self.file.flush().ctx(p, "flushing")?;
+        write_shapes(&self.comm, file, &scene.shapes, &scene.shape_names).ctx(p, "writing /shapes")?;
+        file.create_group("frames").ctx(p, "creating /frames")?;
         Ok(())
     }
 
     /// Collective: writes frame `step` from the first `n_owned` entries of
     /// `bodies` on each rank (entries after them are ghosts and are ignored)
-    /// and this rank's owned `contacts`, flushes the file and rewrites the XDMF.
+    /// and this rank's owned `contacts`, closes the file and rewrites the XDMF.
     pub fn write_frame(
         &mut self,
         step: u64,
@@ -240,15 +310,22 @@ impl FrameWriter {
         let (lo, hi) = self.body_box(bodies, n_owned);
         let quads = frame_view::wall_quads(&self.walls, lo, hi, time);
         let walls: Vec<&WallQuad> = quads.iter().filter(|w| frame_view::wall_shown(w.until, time, dt)).collect();
-        let r = self.write_frame_group(step, time, dt, &b, &c, (&mv, &mt, &mb), (v_off, v_tot, t_off, t_tot));
-        // Agreed before the next collective writes, so a failing rank never
-        // leaves the others waiting in them.
-        let g = agree(&self.comm, r)?;
-        let w = |e: hdf5::Error| IoError::hdf5(&self.path, format!("writing frame {} (lines, walls)", frame_name(step)), e);
-        let root = self.comm.rank() == 0;
-        let r = write_view(&g, &lines, &view, &walls, (v_off, v_tot), (c.1, c.2), b.offset, b.total, root).map_err(w);
-        let r = r.and_then(|()| self.file.flush().map_err(w));
+        let file = self.open_file("reopening the file for the next frame (MPI-IO)")?;
+        let bytes = frame_bytes(b.total, (v_tot, t_tot), &c.0, c.2, walls.len() as u64);
+        let r = if self.comm.rank() == 0 { self.reserve(bytes, step) } else { Ok(()) };
         agree(&self.comm, r)?;
+        {
+            // Each collective step is agreed before the next, so a rank whose
+            // write failed (MPI-IO often tells one rank only) never leaves the
+            // others waiting in it.
+            let st = Steps { comm: &self.comm, path: &self.path, what: format!("writing frame {}", frame_name(step)) };
+            let g = self.write_frame_group(&file, &st, step, time, dt, &b, &c, (&mv, &mt, &mb), (v_off, v_tot, t_off, t_tot))?;
+            let root = self.comm.rank() == 0;
+            write_view(&g, &st, &lines, &view, &walls, (v_off, v_tot), (c.1, c.2), b.offset, b.total, root)?;
+            // Written last: a frame without it is torn (FrameWriter::append).
+            st.ok(scalar_attr(&g, "complete", &1u8))?;
+        }
+        self.close_file(file)?;
         let (table, _, n_contacts) = &c;
         self.frames.push(FrameInfo {
             group: format!("/frames/{}", frame_name(step)),
@@ -297,9 +374,24 @@ impl FrameWriter {
         crate::parallel::domain::global_box(&self.comm, lo, hi, self.periodic.as_ref())
     }
 
+    /// Rank 0: allocates the disk space of a frame of `bytes` after the
+    /// end of the file's allocated space, which the superblock records since
+    /// the file was closed after the last frame.
+    fn reserve(&self, bytes: u64, step: u64) -> Result<(), IoError> {
+        let what = format!("reserve {bytes} bytes for frame {}", frame_name(step));
+        let end = stored_end(&self.path).ok_or_else(|| IoError::corrupt(&self.path, "unreadable superblock"))?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .and_then(|f| reserve(&f, end + bytes))
+            .map_err(|e| IoError::fs(&self.path, what, e))
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn write_frame_group(
         &self,
+        file: &hdf5::File,
+        st: &Steps,
         step: u64,
         time: f64,
         dt: f64,
@@ -308,46 +400,41 @@ impl FrameWriter {
         mesh: (&[f64], &[u64], &[u64]),
         moff: (u64, u64, u64, u64),
     ) -> Result<hdf5::Group, IoError> {
-        let p = &self.path;
-        let name = frame_name(step);
-        let what = format!("writing frame {name}");
-        let w = |e: hdf5::Error| IoError::hdf5(p, what.as_str(), e);
-        let g = self.file.group("frames").map_err(w)?.create_group(&name).map_err(w)?;
-        scalar_attr(&g, "time", &time).map_err(w)?;
-        scalar_attr(&g, "step", &step).map_err(w)?;
-        scalar_attr(&g, "dt", &dt).map_err(w)?;
+        let g = st.ok(file.group("frames").and_then(|f| f.create_group(&frame_name(step))))?;
+        st.ok(scalar_attr(&g, "time", &time))?;
+        st.ok(scalar_attr(&g, "step", &step))?;
+        st.ok(scalar_attr(&g, "dt", &dt))?;
 
         let rb = &b.records;
         let n = rb.len();
         let (off, tot) = (b.offset, b.total);
-        let bg = g.create_group("bodies").map_err(w)?;
+        let bg = st.ok(g.create_group("bodies"))?;
         let col = |k: usize| -> Vec<u64> { (0..n).map(|i| rb.u_row(i)[k]).collect() };
         let fcols = |a: usize, m: usize| -> Vec<f64> { (0..n).flat_map(|i| rb.f_row(i)[a..a + m].to_vec()).collect() };
-        put(&bg, "id", tot, 1, off, &col(0)).map_err(w)?;
-        put(&bg, "shape", tot, 1, off, &col(1).iter().map(|&s| s as u32).collect::<Vec<_>>()).map_err(w)?;
-        put(&bg, "fixed", tot, 1, off, &col(2).iter().map(|&s| s as u8).collect::<Vec<_>>()).map_err(w)?;
-        put(&bg, "position", tot, 3, off, &fcols(0, 3)).map_err(w)?;
-        put(&bg, "orientation", tot, 4, off, &fcols(3, 4)).map_err(w)?;
-        put(&bg, "velocity", tot, 3, off, &fcols(7, 3)).map_err(w)?;
-        put(&bg, "angular_velocity", tot, 3, off, &fcols(10, 3)).map_err(w)?;
+        st.ok(put(&bg, "id", tot, 1, off, &col(0)))?;
+        st.ok(put(&bg, "shape", tot, 1, off, &col(1).iter().map(|&s| s as u32).collect::<Vec<_>>()))?;
+        st.ok(put(&bg, "fixed", tot, 1, off, &col(2).iter().map(|&s| s as u8).collect::<Vec<_>>()))?;
+        st.ok(put(&bg, "position", tot, 3, off, &fcols(0, 3)))?;
+        st.ok(put(&bg, "orientation", tot, 4, off, &fcols(3, 4)))?;
+        st.ok(put(&bg, "velocity", tot, 3, off, &fcols(7, 3)))?;
+        st.ok(put(&bg, "angular_velocity", tot, 3, off, &fcols(10, 3)))?;
         let radius: Vec<f64> = col(1).iter().map(|&s| self.shapes[s as usize].bounding_radius()).collect();
-        put(&bg, "radius", tot, 1, off, &radius).map_err(w)?;
+        st.ok(put(&bg, "radius", tot, 1, off, &radius))?;
         if self.has_meshes {
             let (v_off, v_tot, t_off, t_tot) = moff;
-            put(&bg, "mesh_vertices", v_tot, 3, v_off, mesh.0).map_err(w)?;
-            put(&bg, "mesh_triangles", t_tot, 3, t_off, mesh.1).map_err(w)?;
-            put(&bg, "mesh_body", v_tot, 1, v_off, mesh.2).map_err(w)?;
+            st.ok(put(&bg, "mesh_vertices", v_tot, 3, v_off, mesh.0))?;
+            st.ok(put(&bg, "mesh_triangles", t_tot, 3, t_off, mesh.1))?;
+            st.ok(put(&bg, "mesh_body", v_tot, 1, v_off, mesh.2))?;
         }
 
         let (table, off, tot) = c;
-        let cg = g.create_group("contacts").map_err(w)?;
+        let cg = st.ok(g.create_group("contacts"))?;
         for col in &table.columns {
-            match &col.data {
+            st.ok(match &col.data {
                 ColumnData::U64(v) => put(&cg, &col.name, *tot, col.width, *off, v),
                 ColumnData::U32(v) => put(&cg, &col.name, *tot, col.width, *off, v),
                 ColumnData::F64(v) => put(&cg, &col.name, *tot, col.width, *off, v),
-            }
-            .map_err(w)?;
+            })?;
         }
         Ok(g)
     }
@@ -406,11 +493,18 @@ impl FrameWriter {
         write_xdmf(&self.xdmf_path, h5_name, &self.frames, self.has_meshes)
     }
 
-    /// Collective: flushes and closes the file.
+    /// Collective: ends the output; rank 0 syncs the file and the index to
+    /// disk (between frames they are closed, not synced: a killed process
+    /// loses nothing, a power cut may lose the last frames).
     pub fn close(self) -> Result<(), IoError> {
-        let FrameWriter { comm, path, file, .. } = self;
-        let r = file.close().ctx(&path, "closing");
-        agree(&comm, r)
+        let r = if self.comm.rank() == 0 {
+            [&self.path, &self.xdmf_path]
+                .into_iter()
+                .try_for_each(|p| std::fs::File::open(p).and_then(|f| f.sync_all()).map_err(|e| IoError::fs(p, "sync to disk", e)))
+        } else {
+            Ok(())
+        };
+        agree(&self.comm, r)
     }
 }
 
@@ -437,10 +531,12 @@ fn u64_column<'a>(c: &'a ContactTable, name: &str) -> Option<&'a [u64]> {
     }
 }
 
-/// Collective: the datasets ParaView draws beyond the bodies (module doc).
+/// Collective: the datasets ParaView draws beyond the bodies (module doc),
+/// each step agreed through `ok`.
 #[allow(clippy::too_many_arguments)]
 fn write_view(
     g: &hdf5::Group,
+    st: &Steps,
     lines: &[f64],
     view: &BodyView,
     walls: &[&WallQuad],
@@ -449,28 +545,68 @@ fn write_view(
     b_off: u64,
     b_tot: u64,
     root: bool,
-) -> hdf5::Result<()> {
-    let bg = g.group("bodies")?;
+) -> Result<(), IoError> {
+    let bg = st.ok(g.group("bodies"))?;
     let cf: Vec<f64> = view.contact_force.iter().flat_map(|f| [f.x, f.y, f.z]).collect();
-    put(&bg, "contact_force", b_tot, 3, b_off, &cf)?;
+    st.ok(put(&bg, "contact_force", b_tot, 3, b_off, &cf))?;
     if bg.link_exists("mesh_vertices") {
-        put(&bg, "mesh_velocity", v_tot, 3, v_off, &view.mesh_velocity)?;
-        put(&bg, "mesh_contact_force", v_tot, 3, v_off, &view.mesh_force)?;
+        st.ok(put(&bg, "mesh_velocity", v_tot, 3, v_off, &view.mesh_velocity))?;
+        st.ok(put(&bg, "mesh_contact_force", v_tot, 3, v_off, &view.mesh_force))?;
     }
-    let cg = g.group("contacts")?;
-    put(&cg, "line_points", 2 * c_tot, 3, 2 * c_off, lines)?;
+    let cg = st.ok(g.group("contacts"))?;
+    st.ok(put(&cg, "line_points", 2 * c_tot, 3, 2 * c_off, lines))?;
     let cells: Vec<u64> = (0..lines.len() as u64 / 6).flat_map(|k| [2 * (c_off + k), 2 * (c_off + k) + 1]).collect();
-    put(&cg, "line_cells", c_tot, 2, c_off, &cells)?;
+    st.ok(put(&cg, "line_cells", c_tot, 2, c_off, &cells))?;
     // Walls: a few quads, written by rank 0 (the others select nothing).
-    let wg = g.create_group("walls")?;
+    let wg = st.ok(g.create_group("walls"))?;
     let nw = walls.len() as u64;
     let pick = |v: Vec<f64>| if root { v } else { Vec::new() };
     let verts = pick(walls.iter().flat_map(|w| w.corners.iter().flat_map(|c| [c.x, c.y, c.z])).collect());
     let quads: Vec<u64> = if root { (0..4 * nw).collect() } else { Vec::new() };
     let index: Vec<u64> = if root { walls.iter().map(|w| w.index).collect() } else { Vec::new() };
-    put(&wg, "vertices", 4 * nw, 3, 0, &verts)?;
-    put(&wg, "quads", nw, 4, 0, &quads)?;
-    put(&wg, "index", nw, 1, 0, &index)
+    st.ok(put(&wg, "vertices", 4 * nw, 3, 0, &verts))?;
+    st.ok(put(&wg, "quads", nw, 4, 0, &quads))?;
+    st.ok(put(&wg, "index", nw, 1, 0, &index))
+}
+
+/// Agrees across ranks on each collective step of writing a frame.
+struct Steps<'a> {
+    comm: &'a SimpleCommunicator,
+    path: &'a Path,
+    what: String,
+}
+
+impl Steps<'_> {
+    fn ok<T>(&self, r: hdf5::Result<T>) -> Result<T, IoError> {
+        agree(self.comm, r.map_err(|e| IoError::hdf5(self.path, self.what.as_str(), e)))
+    }
+}
+
+/// Bytes a frame adds to the file: its data, exactly, plus a generous
+/// allowance for the HDF5 headers of its groups and datasets.
+fn frame_bytes(n_bodies: u64, (n_vertices, n_triangles): (u64, u64), contacts: &ContactTable, n_contacts: u64, n_walls: u64) -> u64 {
+    // id, shape, fixed, position, orientation, velocity, angular_velocity,
+    // radius, contact_force.
+    let bodies = n_bodies * (8 + 4 + 1 + 24 + 32 + 24 + 24 + 8 + 24);
+    // vertices, mesh_body, mesh_velocity, mesh_contact_force; triangles.
+    let meshes = n_vertices * (24 + 8 + 24 + 24) + n_triangles * 24;
+    let width: u64 = contacts
+        .columns
+        .iter()
+        .map(|c| {
+            let size = match c.data {
+                ColumnData::U64(_) | ColumnData::F64(_) => 8,
+                ColumnData::U32(_) => 4,
+            };
+            size * c.width as u64
+        })
+        .sum();
+    // The columns, line_points (two rows of 3), line_cells (2 u64).
+    let contacts_bytes = n_contacts * (width + 48 + 16);
+    let walls = n_walls * (96 + 32 + 8);
+    let headers = (24 + contacts.columns.len() as u64) * 2048 + 16384;
+    let data = bodies + meshes + contacts_bytes + walls;
+    data + data / 8 + headers
 }
 
 /// Exclusive prefix sum and total of one count per rank.
@@ -572,4 +708,122 @@ fn frame_info_of(f: &hdf5::Group, group: String, time: f64) -> hdf5::Result<Fram
         }
     }
     Ok(info)
+}
+
+/// What rank 0 finds in the frames file of a run it continues.
+enum Health {
+    Intact,
+    Missing,
+    /// Why it cannot be continued as it is.
+    Damaged(String),
+}
+
+/// Rank 0, before a restart: whether every frame up to `after_step` of
+/// `path` is complete (later frames are dropped anyway).
+fn inspect(path: &Path, after_step: u64) -> Health {
+    let len = match std::fs::metadata(path) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Health::Missing,
+        Err(e) => return Health::Damaged(e.to_string()),
+    };
+    let r = (|| -> Result<(), String> {
+        let file = hdf5::File::open(path).map_err(|e| e.to_string())?;
+        let (names, marked) = frame_names(&file).map_err(|e| format!("cannot list /frames: {e}"))?;
+        let g = file.group("frames").map_err(|e| e.to_string())?;
+        for name in names.iter().filter(|n| n.parse::<u64>().is_ok_and(|s| s <= after_step)) {
+            frame_complete(&g, name, len, marked).map_err(|e| format!("frame {name}: {e}"))?;
+        }
+        Ok(())
+    })();
+    match r {
+        Ok(()) => Health::Intact,
+        Err(why) => Health::Damaged(why),
+    }
+}
+
+/// The frame groups' names, sorted, and whether the file marks complete
+/// frames (files of earlier versions do not).
+fn frame_names(file: &hdf5::File) -> hdf5::Result<(Vec<String>, bool)> {
+    let g = file.group("frames")?;
+    let mut names = g.member_names()?;
+    names.sort();
+    let marked = names.iter().any(|n| g.group(n).is_ok_and(|f| f.attr("complete").is_ok()));
+    Ok((names, marked))
+}
+
+/// A frame is complete when it carries the `complete` mark (written last),
+/// if the file uses marks, and each of its datasets opens and lies inside
+/// the file's `len` bytes.
+fn frame_complete(frames: &hdf5::Group, name: &str, len: u64, marked: bool) -> Result<(), String> {
+    let f = frames.group(name).map_err(|e| e.to_string())?;
+    if marked && f.attr("complete").and_then(|a| a.read_scalar::<u8>()).ok() != Some(1) {
+        return Err("no completion mark (torn)".into());
+    }
+    f.attr("time").and_then(|a| a.read_scalar::<f64>()).map_err(|e| e.to_string())?;
+    for sub in f.member_names().map_err(|e| e.to_string())? {
+        let g = f.group(&sub).map_err(|e| format!("{sub}: {e}"))?;
+        for d in g.member_names().map_err(|e| format!("{sub}: {e}"))? {
+            let ds = g.dataset(&d).map_err(|e| format!("{sub}/{d}: {e}"))?;
+            if let Some(at) = ds.offset() {
+                if at + ds.storage_size() > len {
+                    return Err(format!("{sub}/{d} lies past the end of the file"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rank 0: copies the complete frames up to `after_step` of the damaged file
+/// `from` into the new file `to` (its header already written). A truncated
+/// file is padded with zeros to the length its superblock records, so that
+/// HDF5 opens it, and cut back afterwards. Returns the kept frames' names
+/// and how many frames up to `after_step` the damaged file listed.
+fn copy_complete(from: &Path, to: &Path, after_step: u64) -> Result<(Vec<String>, usize), IoError> {
+    let len = std::fs::metadata(from).map_err(|e| IoError::fs(from, "read the damaged file", e))?.len();
+    let recorded = stored_end(from).unwrap_or(0);
+    let pad = |n: u64| {
+        std::fs::OpenOptions::new().write(true).open(from).and_then(|f| f.set_len(n)).map_err(|e| IoError::fs(from, "pad the damaged file", e))
+    };
+    if recorded > len {
+        pad(recorded)?;
+    }
+    let r = (|| -> Result<(Vec<String>, usize), IoError> {
+        let Ok(src) = hdf5::File::open(from) else { return Ok((Vec::new(), 0)) };
+        let Ok((names, marked)) = frame_names(&src) else { return Ok((Vec::new(), 0)) };
+        let Ok(g) = src.group("frames") else { return Ok((Vec::new(), 0)) };
+        let names: Vec<String> = names.into_iter().filter(|n| n.parse::<u64>().is_ok_and(|s| s <= after_step)).collect();
+        let dst = hdf5::File::open_rw(to).ctx(to, "opening the new file to copy the complete frames")?;
+        let mut kept = Vec::new();
+        for name in &names {
+            if frame_complete(&g, name, len, marked).is_ok() {
+                copy_object(&src, &dst, &format!("frames/{name}")).ctx(to, &format!("copying frame {name}"))?;
+                kept.push(name.clone());
+            }
+        }
+        dst.close().ctx(to, "closing")?;
+        Ok((kept, names.len()))
+    })();
+    if recorded > len {
+        pad(len)?;
+    }
+    r
+}
+
+/// The end of file recorded in the HDF5 superblock at the start of `path`
+/// (superblock versions 0 to 3, 8-byte addresses).
+fn stored_end(path: &Path) -> Option<u64> {
+    use std::io::Read;
+    let mut head = [0u8; 56];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    if &head[..8] != b"\x89HDF\r\n\x1a\n" {
+        return None;
+    }
+    let (at, offsets) = match head[8] {
+        0 => (40, head[13]),
+        1 => (44, head[13]),
+        2 | 3 => (28, head[9]),
+        _ => return None,
+    };
+    (offsets == 8).then(|| u64::from_le_bytes(head[at..at + 8].try_into().expect("8 bytes")))
 }

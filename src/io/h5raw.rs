@@ -1,7 +1,8 @@
 //! Output stage helper: the one place in `io` with `unsafe`. The high-level
 //! `hdf5` crate only does independent transfers; this writes each rank's slab
 //! of a dataset with a collective MPI-IO transfer (`H5FD_MPIO_COLLECTIVE`),
-//! ranks with no rows taking part with an empty selection.
+//! ranks with no rows taking part with an empty selection. It also holds the
+//! few calls the crate lacks: copying an object between files, and reserving disk space (`posix_fallocate`).
 use hdf5::H5Type;
 use hdf5_sys::h5::hsize_t;
 use hdf5_sys::h5d::H5Dwrite;
@@ -94,4 +95,32 @@ pub(crate) fn write_rows_collective<T: H5Type>(ds: &hdf5::Dataset, offset: u64, 
         }
         Ok(())
     })
+}
+
+extern "C" {
+    // glibc; emulated by writing where the file system lacks fallocate.
+    fn posix_fallocate(fd: std::ffi::c_int, offset: i64, len: i64) -> std::ffi::c_int;
+}
+
+/// Allocates the disk blocks of bytes `0..len` of `file` (growing it if
+/// shorter), so that a full disk or quota fails here, with its OS error,
+/// and not later inside a collective write.
+pub(crate) fn reserve(file: &std::fs::File, len: u64) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let len = i64::try_from(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: a valid open descriptor; the call does not touch our memory.
+    match unsafe { posix_fallocate(file.as_raw_fd(), 0, len) } {
+        0 => Ok(()),
+        e => Err(std::io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// Copies the object `name` (a group and everything under it) of `src`
+/// to the same path in `dst`, whose parent group must exist.
+pub(crate) fn copy_object(src: &hdf5::File, dst: &hdf5::File, name: &str) -> hdf5::Result<()> {
+    let c = std::ffi::CString::new(name).map_err(|e| hdf5::Error::from(e.to_string()))?;
+    let p = hdf5_sys::h5p::H5P_DEFAULT;
+    // SAFETY: valid file ids and a NUL-terminated name that outlives the call.
+    let r = hdf5::sync::sync(|| unsafe { hdf5_sys::h5o::H5Ocopy(src.id(), c.as_ptr(), dst.id(), c.as_ptr(), p, p) });
+    check(r as i64, "H5Ocopy")
 }

@@ -74,6 +74,25 @@ impl<T> H5Context<T> for hdf5::Result<T> {
     }
 }
 
+/// Collective: checks that `bytes` of disk space can be had next to `path`
+/// (rank 0 allocates them in `path` + `.reserve`, then frees them), so that a
+/// full disk or quota is one agreed error naming the file before a
+/// collective write, in which it would leave ranks waiting for each other.
+/// Another process may take the space back before it is used.
+pub fn check_space<C: Communicator>(comm: &C, path: &Path, bytes: u64, what: &str) -> Result<(), IoError> {
+    let r = if comm.rank() == 0 {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".reserve");
+        let spare = PathBuf::from(name);
+        let r = std::fs::File::create(&spare).and_then(|f| h5raw::reserve(&f, bytes));
+        let _ = std::fs::remove_file(&spare);
+        r.map_err(|e| IoError::fs(path, format!("reserve {bytes} bytes for {what}"), e))
+    } else {
+        Ok(())
+    };
+    agree(comm, r)
+}
+
 /// Collective: makes every rank agree on `r`. If any rank has an error, every
 /// rank returns an error: the failing rank its own, the others an
 /// [`IoError::OnRank`] carrying the message of the lowest failing rank.

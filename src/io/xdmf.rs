@@ -198,7 +198,11 @@ pub fn write_xdmf(path: &Path, h5_name: &str, frames: &[FrameInfo], has_meshes: 
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, text).map_err(|e| IoError::fs(&tmp, "write the XDMF index", e))?;
+    if let Err(e) = std::fs::write(&tmp, text) {
+        // A half-written index on a full disk only takes space from the run.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(IoError::fs(&tmp, "write the XDMF index", e));
+    }
     std::fs::rename(&tmp, path).map_err(|e| IoError::fs(path, "rename the XDMF index into place", e))
 }
 

@@ -1,0 +1,339 @@
+//! I/O faults at 1 and 2 ranks: a read-only output.dir, a full disk during
+//! frames and during a checkpoint, a damaged or missing frames.h5 at
+//! restart. Each fault must end every rank with one line naming the file
+//! and the OS reason and a non-zero exit, never a hang (each mpirun has a
+//! watchdog), and leave the last checkpoint restartable and the complete
+//! frames readable.
+//!
+//! The faults are real: read-only and size-limited tmpfs mounts. Where the
+//! machine does not allow mounting (not root, or a container without the
+//! capability) those tests print a `skipped:` line.
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Seconds after which a run counts as hung.
+const WATCHDOG: u64 = 60;
+
+/// `stiffgrain ARGS` on `np` ranks; fails the test if it has not ended
+/// within [`WATCHDOG`] seconds. Returns the exit code and both streams.
+fn run_bounded(np: usize, args: &[&str]) -> (i32, String) {
+    use std::io::Read;
+    let mut child = mpirun_cmd(np, &stiffgrain(), args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cannot start mpirun");
+    // Drained as they come, so that a full pipe never looks like a hang.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > Duration::from_secs(WATCHDOG) {
+            // TERM first: mpirun then ends its ranks too; KILL if it lingers.
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            std::thread::sleep(Duration::from_secs(5));
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mpirun -np {np} {args:?} hung (killed after {WATCHDOG} s)");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let text = format!("{}{}", out.join().unwrap(), err.join().unwrap());
+    (status.code().unwrap_or(-1), text)
+}
+
+/// A tmpfs mounted on a fresh directory, unmounted on drop.
+struct Mount(PathBuf);
+
+impl Mount {
+    /// `mount -t tmpfs -o OPTIONS`; None (after printing why) when the
+    /// machine does not allow it.
+    fn tmpfs(dir: &Path, options: &str) -> Option<Mount> {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("mount").args(["-t", "tmpfs", "-o", options, "tmpfs"]).arg(dir).output();
+        match out {
+            Ok(o) if o.status.success() => {
+                eprintln!("fault by a real tmpfs mounted with -o {options} on {}", dir.display());
+                Some(Mount(dir.to_path_buf()))
+            }
+            Ok(o) => {
+                skip(&format!("cannot mount a tmpfs ({})", String::from_utf8_lossy(&o.stderr).trim()));
+                None
+            }
+            Err(e) => {
+                skip(&format!("cannot run mount: {e}"));
+                None
+            }
+        }
+    }
+
+    fn remount_read_only(&self) {
+        let st = Command::new("mount").args(["-o", "remount,ro"]).arg(&self.0).status().unwrap();
+        assert!(st.success(), "remount,ro of {} failed", self.0.display());
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Eighteen spheres settling on the ground under cd, 1 ms steps; frames
+/// every `every` steps, a checkpoint every 10, into `out`.
+fn scene(dir: &Path, name: &str, out: &Path, steps: u32, every: u64) -> PathBuf {
+    let text = Spheres::new("cd", steps as f64 * 1e-3, 1e-3, [0.0, 0.0, -9.81], 0.01)
+        .lattice([0.0, 0.0, 0.011], [3, 3, 2], 0.002, [0.0; 3])
+        .ground()
+        .every(every)
+        .output("checkpoint_every = 10\ncheckpoint_keep = 5")
+        .toml_into(out);
+    let cfg = dir.join(format!("{name}.toml"));
+    std::fs::write(&cfg, text).unwrap();
+    cfg
+}
+
+/// The lines of `text` holding every one of `words`.
+fn lines_with<'a>(text: &'a str, words: &[&str]) -> Vec<&'a str> {
+    text.lines().filter(|l| words.iter().all(|w| l.contains(w))).collect()
+}
+
+/// Asserts a failed run: non-zero exit, exactly one line naming `file` and
+/// `reason`, no panic.
+fn assert_one_line(np: usize, code: i32, text: &str, file: &str, reason: &str) {
+    assert_ne!(code, 0, "np {np}: the run did not fail:\n{text}");
+    assert!(!text.contains("panicked"), "np {np}: a panic:\n{text}");
+    let lines = lines_with(text, &[file, reason]);
+    assert_eq!(lines.len(), 1, "np {np}: want one line naming {file} and '{reason}', got {lines:?}:\n{text}");
+}
+
+/// Steps of the frames in `frames.h5`, each checked complete: its mark and
+/// its positions readable.
+fn frame_steps(path: &Path) -> Vec<u64> {
+    let f = hdf5::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let g = f.group("frames").unwrap();
+    let mut names = g.member_names().unwrap();
+    names.sort();
+    names
+        .iter()
+        .map(|n| {
+            let fr = g.group(n).unwrap();
+            assert_eq!(fr.attr("complete").unwrap().read_scalar::<u8>().unwrap(), 1, "{}: frame {n} not marked complete", path.display());
+            let pos = fr.dataset("bodies/position").unwrap().read_raw::<f64>().unwrap();
+            assert_eq!(pos.len(), 18 * 3, "{}: frame {n}", path.display());
+            assert!(pos.iter().all(|x| x.is_finite()), "{}: frame {n}", path.display());
+            n.parse().unwrap()
+        })
+        .collect()
+}
+
+/// Number of frames the XDMF index lists (its bodies grids).
+fn xdmf_frames(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("frames.xdmf")).unwrap().matches("<Grid Name=\"bodies_frames_").count()
+}
+
+/// Restarts `checkpoint` into a new output.dir `out`; it must run to the end.
+fn restart_elsewhere(np: usize, checkpoint: &Path, out: &Path) {
+    let set = format!("output.dir=\"{}\"", out.display());
+    let (code, text) = run_bounded(np, &["restart", checkpoint.to_str().unwrap(), "--set", &set]);
+    assert_eq!(code, 0, "np {np}: restart of {} elsewhere failed:\n{text}", checkpoint.display());
+    assert!(out.join("summary.json").exists(), "np {np}: no summary.json after the restart:\n{text}");
+}
+
+/// Fills the file system of `dir` but `spare` bytes (a filler file).
+fn fill_but(dir: &Path, spare: u64) {
+    use std::io::Write;
+    let path = dir.join("filler");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let chunk = vec![1u8; 4096];
+    let mut len = 0u64;
+    loop {
+        match f.write(&chunk) {
+            Ok(n) if n > 0 => len += n as u64,
+            _ => break,
+        }
+    }
+    let _ = f.flush();
+    f.set_len(len.saturating_sub(spare)).unwrap();
+}
+
+#[test]
+fn read_only_output_dir_fails_on_every_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    for np in [1, 2] {
+        let ro = tmp.path().join(format!("ro-{np}"));
+        let Some(_m) = Mount::tmpfs(&ro, "ro,size=1m") else { return };
+        let cfg = scene(tmp.path(), &format!("ro-{np}"), &ro, 20, 5);
+        let (code, text) = run_bounded(np, &["run", cfg.to_str().unwrap()]);
+        assert_one_line(np, code, &text, &ro.display().to_string(), "Read-only file system");
+    }
+}
+
+#[test]
+fn restart_into_read_only_dir_fails_on_every_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    for np in [1, 2] {
+        let dir = tmp.path().join(format!("rw-{np}"));
+        let Some(m) = Mount::tmpfs(&dir, "size=4m") else { return };
+        let out = dir.join("out");
+        let cfg = scene(tmp.path(), &format!("rw-{np}"), &out, 20, 5);
+        let (code, text) = run_bounded(np, &["run", cfg.to_str().unwrap()]);
+        assert_eq!(code, 0, "np {np}: {text}");
+        m.remount_read_only();
+        let ck = out.join("checkpoint-000010.h5");
+        let (code, text) = run_bounded(np, &["restart", ck.to_str().unwrap(), "--set", "simulation.t_end=0.03"]);
+        assert_one_line(np, code, &text, &out.display().to_string(), "Read-only file system");
+        // The checkpoint and the frames stay readable and restartable elsewhere.
+        assert_eq!(frame_steps(&out.join("frames.h5")), vec![0, 5, 10, 15, 20], "np {np}");
+        restart_elsewhere(np, &ck, &tmp.path().join(format!("rw-{np}-elsewhere")));
+    }
+}
+
+/// A run to step 10 on a small tmpfs, then the disk filled but `spare`
+/// bytes; returns the mount, the output dir and the checkpoint of step 10.
+fn full_after_step_10(tmp: &Path, name: &str, np: usize, every: u64) -> Option<(Mount, PathBuf, PathBuf)> {
+    let dir = tmp.join(name);
+    let m = Mount::tmpfs(&dir, "size=2m")?;
+    let out = dir.join("out");
+    let cfg = scene(tmp, name, &out, 10, every);
+    let (code, text) = run_bounded(np, &["run", cfg.to_str().unwrap()]);
+    assert_eq!(code, 0, "np {np}: {text}");
+    // Room for the index and the log, not for a frame or a checkpoint.
+    fill_but(&dir, 24 * 1024);
+    let ck = out.join("checkpoint-000010.h5");
+    Some((m, out, ck))
+}
+
+#[test]
+fn disk_full_during_frames_fails_on_every_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    for np in [1, 2] {
+        let Some((_m, out, ck)) = full_after_step_10(tmp.path(), &format!("ff-{np}"), np, 5) else { return };
+        let (code, text) = run_bounded(np, &["restart", ck.to_str().unwrap(), "--set", "simulation.t_end=0.03", "--set", "output.every=1"]);
+        assert_one_line(np, code, &text, "frames.h5", "No space left on device");
+        // Every frame before the failure is complete and indexed.
+        let steps = frame_steps(&out.join("frames.h5"));
+        assert_eq!(steps, vec![0, 5, 10], "np {np}");
+        assert_eq!(xdmf_frames(&out), steps.len(), "np {np}: the XDMF index disagrees with frames.h5");
+        restart_elsewhere(np, &ck, &tmp.path().join(format!("ff-{np}-elsewhere")));
+    }
+}
+
+#[test]
+fn disk_full_during_checkpoint_fails_on_every_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    for np in [1, 2] {
+        let Some((_m, out, ck)) = full_after_step_10(tmp.path(), &format!("fc-{np}"), np, 100) else { return };
+        // No frame until the end: the checkpoint at step 20 meets the full disk.
+        let (code, text) = run_bounded(np, &["restart", ck.to_str().unwrap(), "--set", "simulation.t_end=0.03"]);
+        assert_one_line(np, code, &text, "checkpoint-000020.h5", "No space left on device");
+        assert!(!out.join("checkpoint-000020.h5").exists(), "np {np}: a checkpoint was published on a full disk");
+        assert_eq!(frame_steps(&out.join("frames.h5")), vec![0, 10], "np {np}");
+        restart_elsewhere(np, &ck, &tmp.path().join(format!("fc-{np}-elsewhere")));
+    }
+}
+
+#[test]
+fn restart_keeps_the_complete_frames_of_a_torn_frames_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    for np in [1, 2] {
+        let out = tmp.path().join(format!("torn-{np}"));
+        let cfg = scene(tmp.path(), &format!("torn-{np}"), &out, 30, 2);
+        let (code, text) = run_bounded(np, &["run", cfg.to_str().unwrap()]);
+        assert_eq!(code, 0, "np {np}: {text}");
+        // Cut the tail, as a crash in the middle of writing would.
+        let frames = out.join("frames.h5");
+        let len = std::fs::metadata(&frames).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&frames).unwrap().set_len(len - 1000).unwrap();
+        let (code, text) = run_bounded(np, &["restart", out.join("checkpoint-000020.h5").to_str().unwrap()]);
+        assert_eq!(code, 0, "np {np}: a damaged frames.h5 blocked the restart:\n{text}");
+        let said = lines_with(&text, &["frames.h5", "damaged", "kept its 11 complete frames (steps 0..20)"]);
+        assert_eq!(said.len(), 1, "np {np}: want one line saying what was kept:\n{text}");
+        assert!(out.join("frames.h5.damaged").exists(), "np {np}: the damaged file was not kept");
+        let want: Vec<u64> = (0..=30).step_by(2).collect();
+        assert_eq!(frame_steps(&frames), want, "np {np}");
+        assert_eq!(xdmf_frames(&out), want.len(), "np {np}");
+    }
+}
+
+#[test]
+fn restart_says_when_frames_file_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    for np in [1, 2] {
+        let out = tmp.path().join(format!("gone-{np}"));
+        let cfg = scene(tmp.path(), &format!("gone-{np}"), &out, 20, 5);
+        let (code, text) = run_bounded(np, &["run", cfg.to_str().unwrap()]);
+        assert_eq!(code, 0, "np {np}: {text}");
+        std::fs::remove_file(out.join("frames.h5")).unwrap();
+        let (code, text) = run_bounded(np, &["restart", out.join("checkpoint-000010.h5").to_str().unwrap()]);
+        assert_eq!(code, 0, "np {np}: {text}");
+        let said = lines_with(&text, &["frames.h5", "missing", "after step 10"]);
+        assert_eq!(said.len(), 1, "np {np}: want one line saying the earlier frames are lost:\n{text}");
+        assert_eq!(frame_steps(&out.join("frames.h5")), vec![15, 20], "np {np}");
+    }
+}
+
+#[test]
+fn restart_after_a_rank_is_killed_keeps_every_complete_frame() {
+    let tmp = tempfile::tempdir().unwrap();
+    for np in [1, 2] {
+        let out = tmp.path().join(format!("kill-{np}"));
+        let cfg = scene(tmp.path(), &format!("kill-{np}"), &out, 3000, 1);
+        let mut child = mpirun_cmd(np, &stiffgrain(), &["run", cfg.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("cannot start mpirun");
+        // Wait for a checkpoint and some frames after it, then kill -9 the
+        // last rank wherever it is (often inside a frame).
+        let start = Instant::now();
+        while !(out.join("checkpoint-000020.h5").exists() && out.join("frames.xdmf").exists() && xdmf_frames(&out) > 25) {
+            assert!(start.elapsed() < Duration::from_secs(WATCHDOG), "np {np}: the run made no progress");
+            assert!(child.try_wait().unwrap().is_none(), "np {np}: the run ended before it could be killed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let ranks = Command::new("pgrep").args(["-P", &child.id().to_string(), "stiffgrain"]).output().unwrap();
+        let pids = String::from_utf8_lossy(&ranks.stdout).to_string();
+        let pid = pids.split_whitespace().last().unwrap_or_else(|| panic!("np {np}: no rank found under mpirun"));
+        assert!(Command::new("kill").args(["-9", pid]).status().unwrap().success());
+        let deadline = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if deadline.elapsed() > Duration::from_secs(WATCHDOG) {
+                let _ = child.kill();
+                panic!("np {np}: mpirun did not end after a rank was killed");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let (step, ck) = std::fs::read_dir(&out)
+            .unwrap()
+            .filter_map(|e| {
+                let p = e.unwrap().path();
+                let n = p.file_name()?.to_str()?.strip_prefix("checkpoint-")?.strip_suffix(".h5")?.parse::<u64>().ok()?;
+                Some((n, p))
+            })
+            .max()
+            .unwrap();
+        let t_end = format!("simulation.t_end={:?}", (step + 5) as f64 * 1e-3);
+        let (code, text) = run_bounded(np, &["restart", ck.to_str().unwrap(), "--set", &t_end]);
+        assert_eq!(code, 0, "np {np}: the restart after kill -9 failed:\n{text}");
+        // Every frame up to the checkpoint is there (kept or salvaged), then the new ones.
+        let want: Vec<u64> = (0..=step + 5).collect();
+        assert_eq!(frame_steps(&out.join("frames.h5")), want, "np {np}:\n{text}");
+        assert_eq!(xdmf_frames(&out), want.len(), "np {np}");
+        eprintln!("np {np}: killed after checkpoint {step}; restart said: {:?}", lines_with(&text, &["frames.h5"]));
+    }
+}
