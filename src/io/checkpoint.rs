@@ -261,6 +261,9 @@ fn write_contents<C: Communicator>(
     (history, domain): (&[(String, Redistributed)], &str),
 ) -> Result<(), IoError> {
     let e = |what: &'static str| move |err: hdf5::Error| IoError::hdf5(p, what, err);
+    // Each collective step is agreed before the next: a rank whose write
+    // failed (a full disk) must not leave the others in the next collective.
+    let ok = |r: hdf5::Result<()>, what: &'static str| agree(comm, r.map_err(e(what)));
     let sc = Scalars {
         version: env!("CARGO_PKG_VERSION"),
         solver: scene.simulation.solver.name(),
@@ -278,7 +281,7 @@ fn write_contents<C: Communicator>(
         shape_names: &scene.shape_names,
     };
     let mut local_sum = 0u64;
-    (|| -> hdf5::Result<()> {
+    ok((|| -> hdf5::Result<()> {
         str_attr(file, "format", "stiffgrain-checkpoint")?;
         scalar_attr(file, "format_version", &FORMAT_VERSION)?;
         str_attr(file, "version", sc.version)?;
@@ -291,59 +294,53 @@ fn write_contents<C: Communicator>(
         scalar_attr(file, "dt", &dt)?;
         scalar_attr(file, "n_bodies", &b.total)?;
         str_attr(file, "domain", domain)
-    })()
-    .map_err(e("writing the attributes"))?;
-    write_shapes(comm, file, &scene.shapes, &scene.shape_names).map_err(e("writing /shapes"))?;
+    })(), "writing the attributes")?;
+    ok(write_shapes(comm, file, &scene.shapes, &scene.shape_names), "writing /shapes")?;
 
-    let bg = file.create_group("bodies").map_err(e("creating /bodies"))?;
+    let bg = agree(comm, file.create_group("bodies").map_err(e("creating /bodies")))?;
     let rb = &b.records;
     let (off, tot) = (b.offset, b.total);
     let ucol = |k: usize| -> Vec<u64> { (0..rb.len()).map(|i| rb.u_row(i)[k]).collect() };
     let fcols = |a: usize, m: usize| -> Vec<f64> { (0..rb.len()).flat_map(|i| rb.f_row(i)[a..a + m].to_vec()).collect() };
-    let mut wu = |name: &str, v: Vec<u64>, as_: u8| -> hdf5::Result<()> {
+    let mut wu = |name: &str, v: Vec<u64>, as_: u8| -> Result<(), IoError> {
         local_sum = local_sum.wrapping_add(sum_elems(&format!("bodies/{name}"), off, v.iter().copied()));
-        match as_ {
+        let r = match as_ {
             64 => put(&bg, name, tot, 1, off, &v),
             32 => put(&bg, name, tot, 1, off, &v.iter().map(|&x| x as u32).collect::<Vec<_>>()),
             _ => put(&bg, name, tot, 1, off, &v.iter().map(|&x| x as u8).collect::<Vec<_>>()),
-        }
+        };
+        ok(r, "writing /bodies")
     };
-    (|| -> hdf5::Result<()> {
-        wu("id", ucol(0), 64)?;
-        wu("shape", ucol(1), 32)?;
-        wu("material", ucol(2), 32)?;
-        wu("fixed", ucol(3), 8)?;
-        wu("dof_mask", ucol(4), 8)
-    })()
-    .map_err(e("writing /bodies"))?;
-    let mut wf = |name: &str, a: usize, m: usize| -> hdf5::Result<()> {
+    wu("id", ucol(0), 64)?;
+    wu("shape", ucol(1), 32)?;
+    wu("material", ucol(2), 32)?;
+    wu("fixed", ucol(3), 8)?;
+    wu("dof_mask", ucol(4), 8)?;
+    let mut wf = |name: &str, a: usize, m: usize| -> Result<(), IoError> {
         let v = fcols(a, m);
         local_sum = local_sum.wrapping_add(sum_elems(&format!("bodies/{name}"), off * m as u64, v.iter().map(|x| x.to_bits())));
-        put(&bg, name, tot, m, off, &v)
+        ok(put(&bg, name, tot, m, off, &v), "writing /bodies")
     };
-    (|| -> hdf5::Result<()> {
-        wf("position", 0, 3)?;
-        wf("orientation", 3, 4)?;
-        wf("velocity", 7, 3)?;
-        wf("angular_velocity", 10, 3)?;
-        wf("mass", 13, 1)?;
-        wf("inertia", 14, 9)
-    })()
-    .map_err(e("writing /bodies"))?;
+    wf("position", 0, 3)?;
+    wf("orientation", 3, 4)?;
+    wf("velocity", 7, 3)?;
+    wf("angular_velocity", 10, 3)?;
+    wf("mass", 13, 1)?;
+    wf("inertia", 14, 9)?;
 
-    local_sum = local_sum.wrapping_add(write_tables(file, "solver", state_version, tables).map_err(e("writing /solver"))?);
-    local_sum = local_sum.wrapping_add(write_tables(file, "history", HISTORY_VERSION, history).map_err(e("writing /history"))?);
+    let agreed = |r: hdf5::Result<()>, what: &'static str| agree(comm, r.map_err(e(what)));
+    local_sum = local_sum.wrapping_add(write_tables(file, "solver", state_version, tables, &|r| agreed(r, "writing /solver"))?);
+    local_sum = local_sum.wrapping_add(write_tables(file, "history", HISTORY_VERSION, history, &|r| agreed(r, "writing /history"))?);
 
     let mut total_sum = 0u64;
     comm.all_reduce_into(&local_sum, &mut total_sum, SystemOperation::sum());
     let checksum = total_sum.wrapping_add(scalars_hash(&sc));
-    (|| -> hdf5::Result<()> {
-        file.flush()?;
+    ok(file.flush(), "finishing the checkpoint")?;
+    ok((|| -> hdf5::Result<()> {
         scalar_attr(file, "checksum", &checksum)?;
         scalar_attr(file, "complete", &1u8)?;
         file.flush()
-    })()
-    .map_err(e("finishing the checkpoint"))
+    })(), "finishing the checkpoint")
 }
 
 /// (name, rows, n_u, n_f) of each table, for the checksum.
@@ -351,30 +348,44 @@ fn shape_of(tables: &[(String, Redistributed)]) -> Vec<(String, u64, usize, usiz
     tables.iter().map(|(n, r)| (n.clone(), r.total, r.records.n_u, r.records.n_f)).collect()
 }
 
-/// Writes named record tables under `/<group>` (collective); returns this
-/// rank's share of the checksum.
-fn write_tables(file: &hdf5::File, group: &str, version: u32, tables: &[(String, Redistributed)]) -> hdf5::Result<u64> {
+/// Writes named record tables under `/<group>` (collective), each step
+/// agreed through `ok`; returns this rank's share of the checksum.
+fn write_tables(
+    file: &hdf5::File,
+    group: &str,
+    version: u32,
+    tables: &[(String, Redistributed)],
+    ok: &dyn Fn(hdf5::Result<()>) -> Result<(), IoError>,
+) -> Result<u64, IoError> {
     let mut local_sum = 0u64;
-    let sg = file.create_group(group)?;
-    scalar_attr(&sg, "version", &version)?;
-    let names: Vec<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
-    str_attr(&sg, "tables", &names.join(","))?;
+    let mut sg = None;
+    ok(file.create_group(group).map(|g| sg = Some(g)))?;
+    let sg = sg.expect("created above");
+    ok((|| {
+        scalar_attr(&sg, "version", &version)?;
+        let names: Vec<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
+        str_attr(&sg, "tables", &names.join(","))
+    })())?;
     for (name, t) in tables {
         let (r, off, tot) = (&t.records, t.offset, t.total);
-        let g = sg.create_group(name)?;
-        scalar_attr(&g, "n", &tot)?;
-        scalar_attr(&g, "n_u", &(r.n_u as u32))?;
-        scalar_attr(&g, "n_f", &(r.n_f as u32))?;
+        let mut g = None;
+        ok(sg.create_group(name).map(|x| g = Some(x)))?;
+        let g = g.expect("created above");
+        ok((|| {
+            scalar_attr(&g, "n", &tot)?;
+            scalar_attr(&g, "n_u", &(r.n_u as u32))?;
+            scalar_attr(&g, "n_f", &(r.n_f as u32))
+        })())?;
         let path = |d: &str| format!("{group}/{name}/{d}");
         local_sum = local_sum.wrapping_add(sum_elems(&path("key"), off, r.keys.iter().copied()));
-        put(&g, "key", tot, 1, off, &r.keys)?;
+        ok(put(&g, "key", tot, 1, off, &r.keys))?;
         if r.n_u > 0 {
             local_sum = local_sum.wrapping_add(sum_elems(&path("u"), off * r.n_u as u64, r.u.iter().copied()));
-            put(&g, "u", tot, r.n_u, off, &r.u)?;
+            ok(put(&g, "u", tot, r.n_u, off, &r.u))?;
         }
         if r.n_f > 0 {
             local_sum = local_sum.wrapping_add(sum_elems(&path("f"), off * r.n_f as u64, r.f.iter().map(|x| x.to_bits())));
-            put(&g, "f", tot, r.n_f, off, &r.f)?;
+            ok(put(&g, "f", tot, r.n_f, off, &r.f))?;
         }
     }
     Ok(local_sum)
