@@ -9,7 +9,7 @@ use crate::parallel::domain::Domain;
 use crate::parallel::{self, Comm};
 use crate::scene::{Scene, STATIC_STEPS};
 use crate::registry::make_solver;
-use crate::solver::{Review, Solver, StepReport};
+use crate::solver::{Review, Solver, SolverError, StepReport};
 use crate::world::{Reaction, World};
 use mpi::traits::*;
 use std::collections::BTreeMap;
@@ -29,6 +29,10 @@ pub enum RunError {
     Solver { step: u64, message: String },
     #[error("{0}")]
     Runtime(String),
+    /// A signal arrived inside a step: the step was abandoned and the state
+    /// before it checkpointed (handled by `run`, never returned from it).
+    #[error("stopped by a signal inside step {}", step + 1)]
+    Interrupted { step: u64, time: f64, path: PathBuf },
 }
 
 impl RunError {
@@ -270,7 +274,16 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         // Output after this step: the run's last, every n-th, or possibly the last quiet one.
         let maybe_static = scene.simulation.until_static.is_some() && clock.quiet + 1 >= STATIC_STEPS;
         let output = clock.t_final - (time + plan.dt) <= 1e-9 * clock.dt || every(scene.output.every, step) || maybe_static;
-        let report = take_step(&mut world, solver.as_mut(), step, time, plan.dt, output)?;
+        let report = match take_step(&mut world, solver.as_mut(), step, time, plan.dt, output) {
+            Err(RunError::Interrupted { step, time, path }) => {
+                (clock.step, clock.time) = (step, time);
+                if comm.rank() == 0 {
+                    println!("stopped by a signal inside step {} (at t = {time:e}); resume with: stiffgrain restart {}", step + 1, path.display());
+                }
+                break;
+            }
+            r => r?,
+        };
         for &(name, secs) in &report.phases {
             world.timers().reassign("solve", name, secs);
         }
@@ -288,7 +301,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         if every(scene.output.checkpoint_every, step) || (last && scene.output.checkpoint_at_end) {
             write_checkpoint(&world, solver.as_ref(), step, clock.time, report.dt)?;
         }
-        if !parallel::all_ok(comm, !stop_requested()) {
+        if parallel::signals::agreed(comm) {
             let path = write_checkpoint(&world, solver.as_ref(), step, clock.time, report.dt)?;
             if comm.rank() == 0 {
                 println!("stopped by a signal after step {step} (t = {:e}); resume with: stiffgrain restart {}", clock.time, path.display());
@@ -351,6 +364,9 @@ fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, m
             Ok(r) => r,
             Err(e) => {
                 let path = write_checkpoint(world, solver, step - 1, time, dt)?;
+                if matches!(e, SolverError::Interrupted) {
+                    return Err(RunError::Interrupted { step: step - 1, time, path });
+                }
                 let message = format!("{e}; the state before the step is in {}", path.display());
                 return Err(RunError::Solver { step, message });
             }
@@ -490,22 +506,6 @@ fn finish(
         );
     }
     Ok(summary)
-}
-
-/// Set by SIGTERM or SIGUSR1 (SLURM's warning before the time limit).
-static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
-
-/// Installs the SIGTERM/SIGUSR1 handlers: the run checkpoints at the next
-/// step boundary on every rank and exits 0.
-pub fn install_signal_handlers() {
-    let flag = STOP.get_or_init(Default::default).clone();
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGUSR1] {
-        let _ = signal_hook::flag::register(sig, flag.clone());
-    }
-}
-
-fn stop_requested() -> bool {
-    STOP.get().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 fn write_checkpoint(world: &World, solver: &dyn Solver, step: u64, time: f64, dt: f64) -> Result<PathBuf, RunError> {

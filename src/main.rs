@@ -58,7 +58,7 @@ fn main() -> ExitCode {
         };
         let world = universe.world();
         logging::init(world.rank(), cli.verbose);
-        driver::install_signal_handlers();
+        parallel::signals::install_handlers();
         match cli.command {
             Command::Check { config, set } => match load(&world, &config, &set) {
                 Ok(scene) => match startup::memory_check(&world, &scene, &config.display().to_string()) {

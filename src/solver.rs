@@ -77,6 +77,10 @@ pub enum SolverError {
     Step(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("Newton failed at the smallest time step dt_min = {dt:e} (t = {time:e})")]
     SmallestStep { dt: f64, time: f64 },
+    /// A signal was agreed on between iterations (`parallel::signals`): the
+    /// step is abandoned, the bodies are still at its start.
+    #[error("interrupted by a signal")]
+    Interrupted,
 }
 
 /// A checkpoint's solver state this solver cannot take.

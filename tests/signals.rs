@@ -79,3 +79,85 @@ fn a_signalled_run_resumes_to_the_same_final_state() {
         }
     }
 }
+
+/// A sphere pile touching its floor, every solver's contacts active from
+/// the first step.
+fn touching(solver: &str) -> common::Spheres {
+    let gap = if solver == "dem" { 1e-4 } else { 0.0 };
+    common::Spheres::new(solver, 0.004, 0.001, [0.0, 0.0, -9.81], 0.05)
+        .lattice([0.0, 0.0, 0.05 + gap], [3, 3, 2], gap, [0.0; 3])
+        .ground()
+        .every(1)
+}
+
+/// SIGTERM to mpirun while the first step is inside a solve that would take
+/// hours: mpirun forwards TERM and kills the ranks a second later, so the
+/// ranks must notice between iterations. The step is abandoned, the state
+/// before it checkpointed, and a restart from it (with the usual settings)
+/// ends bit for bit where an uninterrupted run ends.
+#[test]
+fn a_term_to_mpirun_inside_a_long_step_ends_in_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    // (solver, settings that never converge, PETSc options that never converge, the usual settings on restart)
+    let cases: [(&str, &str, &[&str], &[&str]); 3] = [
+        ("cd", "[solver]\ntolerance = 1e-300\nmax_iterations = 2000000000\n", &[], &["--set", "solver.tolerance=1e-8", "--set", "solver.max_iterations=20000"]),
+        (
+            "compatible-cd",
+            "[compatibility]\nmethod = \"apgd\"\nfeasibility_tolerance = 1e-300\nmax_iterations = 2000000000\n",
+            &[],
+            &["--set", "compatibility.feasibility_tolerance=1e-10", "--set", "compatibility.max_iterations=200000"],
+        ),
+        // Newton steps damped to a millionth: a solve that never ends.
+        ("dem", "", &["--", "-snes_max_it", "1000000000", "-snes_linesearch_type", "basic", "-snes_linesearch_damping", "1e-6"], &[]),
+    ];
+    for (solver, slow, petsc, usual) in cases {
+        let reference = dir.path().join(format!("ref-{solver}"));
+        let cfg = dir.path().join(format!("ref-{solver}.toml"));
+        std::fs::write(&cfg, touching(solver).toml_into(&reference)).unwrap();
+        common::mpirun_ok(2, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+
+        let out = dir.path().join(format!("long-{solver}"));
+        let cfg = dir.path().join(format!("long-{solver}.toml"));
+        std::fs::write(&cfg, touching(solver).with(slow).toml_into(&out)).unwrap();
+        let mut args = vec!["run", cfg.to_str().unwrap()];
+        args.extend_from_slice(petsc);
+        // OpenMPI kills the ranks odls_base_sigkill_timeout (1 s) after
+        // forwarding TERM; 10 s keeps a loaded test machine from losing the
+        // race (README: how to set it on a cluster).
+        let mut child = common::mpirun_cmd(2, &common::stiffgrain(), &args)
+            .env("OMPI_MCA_odls_base_sigkill_timeout", "10")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The log's header is written just before the first step.
+        let started = (0..3000).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            std::fs::read_to_string(out.join("log.txt")).is_ok_and(|s| !s.is_empty())
+        });
+        assert!(started, "{solver}: the run did not get going");
+        std::thread::sleep(Duration::from_secs(2));
+        assert!(child.try_wait().unwrap().is_none(), "{solver}: the slow step ended by itself");
+        let sent = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        // Watchdog: the ranks stop within seconds, not at the step's end.
+        let ended = (0..1500).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            child.try_wait().unwrap().is_some()
+        });
+        if !ended {
+            child.kill().ok();
+        }
+        let o = child.wait_with_output().unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(ended, "{solver}: still running 30 s after TERM\n{stdout}\n{stderr}");
+        let cp = out.join("checkpoint-000000.h5");
+        assert!(cp.exists(), "{solver}: no checkpoint of the state before step 1 ({})\n{stdout}\n{stderr}", o.status);
+        let mut args = vec!["restart", cp.to_str().unwrap()];
+        args.extend_from_slice(usual);
+        common::mpirun_ok(2, &common::stiffgrain(), &args);
+        let (a, b) = (last_positions(&reference), last_positions(&out));
+        assert_eq!(a.0, b.0, "{solver}: the resumed run ends at the same step");
+        assert!(a.1.iter().zip(&b.1).all(|(x, y)| x.to_bits() == y.to_bits()), "{solver}: positions differ\n{:?}\n{:?}", a.1, b.1);
+    }
+}

@@ -67,6 +67,9 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, t
     let mut it = 0u64;
     let mut converged = false;
     while it < max_it as u64 {
+        if crate::parallel::signals::agreed_at(comm, it) {
+            break;
+        }
         it += 1;
         // [dᵀ(N x⁺ − N y), ‖d‖², gᵀ(x⁺ − x)] of the accepted trial.
         let mut sums: [f64; 3];

@@ -203,6 +203,9 @@ impl CdSolver {
                 )?,
             };
             drop(guard);
+            if crate::parallel::signals::stopping() {
+                return Err(SolverError::Interrupted);
+            }
             self.stats.solve_seconds += t0.elapsed().as_secs_f64();
             self.stats.solves += 1;
             self.stats.iterations += res.iterations;
@@ -223,6 +226,9 @@ impl CdSolver {
             f_local = f.view()?.to_vec();
             if let Some(post) = post.as_mut() {
                 compatible = post(&mut op, &f, &p, bodies)?;
+                if crate::parallel::signals::stopping() {
+                    return Err(SolverError::Interrupted);
+                }
             }
             let mut u = op.body_vec()?;
             op.b.mult_transpose(&f, &mut u)?;

@@ -104,7 +104,7 @@ pub fn pgs(
             .map(|i| fl[i].min(normal_velocity(op, &w, i) * dt + pl[i]).abs())
             .fold(0.0, f64::max);
         res = crate::parallel::max_f64(comm, local_res);
-        if res <= thr || sweeps >= max_it as u64 {
+        if res <= thr || sweeps >= max_it as u64 || crate::parallel::signals::agreed_at(comm, sweeps) {
             break;
         }
         sweeps += 1;

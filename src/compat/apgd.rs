@@ -29,7 +29,7 @@ pub struct ApgdResult {
 /// iterate on exit. `eval(x, g)` returns φ(x) and writes ∇φ(x) to `g`;
 /// `project` maps onto the feasible set. `lip` carries the Lipschitz
 /// estimate between calls. Collective.
-pub fn apgd<E, P>(x: &mut Vector, mut eval: E, project: P, tol: f64, max_it: u64, lip: &mut f64) -> Result<ApgdResult>
+pub fn apgd<E, P>(x: &mut Vector, mut eval: E, project: P, tol: f64, max_it: u64, lip: &mut f64, stop: &dyn Fn(u64) -> bool) -> Result<ApgdResult>
 where
     E: FnMut(&Vector, &mut Vector) -> Result<f64>,
     P: Fn(&mut Vector) -> Result<()>,
@@ -58,7 +58,7 @@ where
     let mut theta = 1.0f64;
     let mut it = 0u64;
     let mut converged = false;
-    while it < max_it {
+    while it < max_it && !stop(it) {
         it += 1;
         if !y_known {
             phi_y = eval(&y, &mut gy)?;

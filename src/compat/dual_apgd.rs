@@ -44,7 +44,7 @@ pub fn solve(dual: &Dual, u0: Option<Vector>, tol: f64, max_it: u64) -> Result<D
     let (mut xn, mut gxn, mut d, mut s) = (x.duplicate()?, x.duplicate()?, x.duplicate()?, x.duplicate()?);
     let mut theta = 1.0f64;
     let mut it = 0u64;
-    while it < max_it {
+    while it < max_it && !crate::parallel::signals::agreed_at(dual.comm, it) {
         it += 1;
         let phi_y = dual.value_and_gradient(&y, &mut delta, &mut f, &mut gy)?;
         // s = D⁻¹ ∇Π(y): the preconditioned descent direction.

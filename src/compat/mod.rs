@@ -220,6 +220,9 @@ impl Solver for CompatibleCdSolver {
                     res
                 }
             };
+            if crate::parallel::signals::stopping() {
+                return Err(SolverError::Interrupted);
+            }
             stats.seconds += t0.elapsed().as_secs_f64();
             stats.solves += 1;
             stats.outer += res.outer as u64;
@@ -456,8 +459,12 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, f_cd: &Vector, k: &[f64], se
             let w = crate::parallel::sum_f64(comm, w);
             Ok(w - lambda.dot(&c)? + 0.5 * mu * c.dot(&c)?)
         };
-        let res = apgd::apgd(&mut x, eval, project, omega, set.max_inner as u64, &mut lip)?;
+        let stop = |it: u64| crate::parallel::signals::agreed_at(comm, it);
+        let res = apgd::apgd(&mut x, eval, project, omega, set.max_inner as u64, &mut lip, &stop)?;
         inner += res.iterations;
+        if crate::parallel::signals::stopping() {
+            break;
+        }
         optimality = res.residual;
         b.mult_transpose(&x, &mut c)?;
         c.axpy(-1.0, &ft)?;

@@ -100,6 +100,8 @@ pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it:
         ksp.set_type("cg")?;
         ksp.set_pc_type("jacobi")?;
     }
+    // A signal stops the iterations (the step is then abandoned).
+    snes.set_extra_convergence(|_it, _fnorm: f64| -> Result<bool> { Ok(crate::parallel::signals::agreed(comm)) })?;
     snes.set_from_options()?;
     let res = snes.solve(None, &mut u);
     let newton = snes.iteration_number().unwrap_or(0).max(0) as u64;

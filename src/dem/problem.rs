@@ -569,7 +569,10 @@ pub(super) fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: b
     })?;
     // Converged also at the round-off floor of the residual (same value on
     // every rank: the floor is a global sum and ‖F‖ is global).
-    snes.set_extra_convergence(|_it, fnorm: f64| -> Result<bool, EvalError> { Ok(fnorm <= FLOOR_FACTOR * prob.floor.get()) })?;
+    // A signal also ends the iterations; the caller then abandons the step.
+    snes.set_extra_convergence(|_it, fnorm: f64| -> Result<bool, EvalError> {
+        Ok(fnorm <= FLOOR_FACTOR * prob.floor.get() || parallel::signals::agreed(comm))
+    })?;
     snes.set_tolerances(Some(d.newton_tolerance), Some(1e-30), Some(0.0), Some(d.newton_max_iterations as PetscInt), Some(100_000))?;
     snes.set_from_options()?;
     let result = snes.solve(None, &mut x);

@@ -350,6 +350,9 @@ impl Solver for DemSolver {
                 .collect(),
         };
         let (ok, its, lits, x) = solve(&prob, d, false)?;
+        if parallel::signals::stopping() {
+            return Err(SolverError::Interrupted);
+        }
         iterations += its as u64;
         linear += lits;
         // Friction makes the residual jump where a contact turns from
@@ -361,6 +364,9 @@ impl Solver for DemSolver {
             (ok, x)
         } else {
             let (ok, its, lits, x) = solve(&prob, d, true)?;
+            if parallel::signals::stopping() {
+                return Err(SolverError::Interrupted);
+            }
             iterations += its as u64;
             linear += lits;
             if ok {

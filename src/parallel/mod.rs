@@ -6,6 +6,7 @@ pub mod memory;
 pub mod ownership;
 pub mod records;
 pub mod rigid_modes;
+pub mod signals;
 
 pub use mpi::topology::SimpleCommunicator as Comm;
 use mpi::traits::*;
