@@ -115,6 +115,7 @@ thermo_every = 1
     scene.bodies = Bodies::new();
     // Exercise quoting of the stored config text.
     scene.config_text.push_str("# a \"quoted\" <config> & more\n");
+    scene.run_id = "io-roundtrip".into();
     scene
 }
 
@@ -197,7 +198,7 @@ fn write<C: Communicator>(comm: &C, dir: &Path, n: u64) -> i32 {
         }
     }
     if rank == 0 {
-        match io::prune_checkpoints(dir, 2) {
+        match io::prune_checkpoints(dir, 2, "io-roundtrip") {
             Ok(removed) if removed == vec![io::checkpoint_path(dir, 0)] => {}
             other => fail(rank, &format!("prune_checkpoints: {other:?}")),
         }

@@ -25,8 +25,9 @@ pub enum RunError {
     Input(String),
     #[error(transparent)]
     Io(#[from] IoError),
+    /// `agreed`: every rank holds the same error (printed once).
     #[error("step {step}: {message}")]
-    Solver { step: u64, message: String },
+    Solver { step: u64, message: String, agreed: bool },
     #[error("{0}")]
     Runtime(String),
     /// A signal arrived inside a step: the step was abandoned and the state
@@ -36,6 +37,15 @@ pub enum RunError {
 }
 
 impl RunError {
+    /// Every rank holds this same error: rank 0 alone reports it.
+    pub fn agreed(&self) -> bool {
+        match self {
+            RunError::Input(_) | RunError::Io(_) | RunError::Interrupted { .. } => true,
+            RunError::Solver { agreed, .. } => *agreed,
+            RunError::Runtime(_) => false,
+        }
+    }
+
     /// Process exit status: 2 for bad input, 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         match self {
@@ -156,26 +166,69 @@ pub fn step_count(t_end: f64, dt: f64) -> u64 {
     ((t_end / dt) * (1.0 + 1e-12)).floor() as u64
 }
 
-/// Refuses to clobber an earlier run unless asked; creates the directory.
-fn prepare_output(comm: &Comm, dir: &Path, opts: &RunOptions) -> Result<(), RunError> {
+/// Creates the directory and locks it for this run (rank 0 holds the lock
+/// until the run ends); refuses a second run into it, an earlier run's
+/// frames unless asked to overwrite, and a restart into the frames of
+/// another run.
+fn prepare_output(comm: &Comm, scene: &Scene, opts: &RunOptions) -> Result<Option<io::lock::DirLock>, RunError> {
+    let dir = &scene.output.dir;
     let mut msg = String::new();
+    let mut lock = None;
     if comm.rank() == 0 {
         let frames = dir.join("frames.h5");
-        if frames.exists() && !opts.overwrite && opts.restart.is_none() {
-            msg = format!(
-                "output.dir: {} already holds a run (frames.h5); choose another output.dir or pass --overwrite",
-                dir.display()
-            );
+        let earlier = || frames.exists() && !opts.overwrite && opts.restart.is_none();
+        let refuse = || format!("output.dir: {} already holds a run (frames.h5); choose another output.dir or pass --overwrite", dir.display());
+        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        if earlier() {
+            // Refused before the lock file is made: nothing is added there.
+            msg = refuse();
         } else if let Err(e) = std::fs::create_dir_all(dir) {
             msg = format!("output.dir: cannot create {}: {e}", dir.display());
+        } else {
+            match io::lock::lock_dir(dir, &io::lock::holder(&command)) {
+                Err(e) => msg = e.to_string(),
+                Ok(l) => lock = Some(l),
+            }
+        }
+        // Again under the lock: a run may have ended there in between.
+        if msg.is_empty() && earlier() {
+            msg = refuse();
+        } else if msg.is_empty() && opts.restart.is_some() && frames.exists() {
+            // A damaged or older file names no run: its frames are salvaged.
+            if let Some(id) = io::checkpoint::stored_run_id(&frames).filter(|id| !id.is_empty() && !scene.run_id.is_empty()) {
+                if id != scene.run_id {
+                    msg = format!(
+                        "restart: {} belongs to another run (run {id}) than the checkpoint (run {}); restart into another output.dir with --set output.dir=DIR",
+                        frames.display(),
+                        scene.run_id
+                    );
+                }
+            }
         }
     }
     parallel::broadcast_string(comm, &mut msg);
     if msg.is_empty() {
-        Ok(())
+        Ok(lock)
     } else {
         Err(RunError::Input(msg))
     }
+}
+
+/// A new run's identity (rank 0's, broadcast): stored in frames.h5 and in
+/// each checkpoint, so a restart knows the frames it continues and pruning
+/// removes only its own run's checkpoints.
+pub fn new_run_id(comm: &Comm, scene: &Scene) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut id = String::new();
+    if comm.rank() == 0 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        scene.config_text.hash(&mut h);
+        std::process::id().hash(&mut h);
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0).hash(&mut h);
+        id = format!("{:016x}", h.finish());
+    }
+    parallel::broadcast_string(comm, &mut id);
+    id
 }
 
 /// Where a run is in time: the step, the time, where it ends, and whether
@@ -229,7 +282,7 @@ impl Clock {
 /// fresh run, or its slab of a checkpoint.
 pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Result<Summary, RunError> {
     let out_dir = &scene.output.dir;
-    prepare_output(comm, out_dir, opts)?;
+    let _lock = prepare_output(comm, scene, opts)?;
     let mut solver = make_solver(scene);
     // A checkpoint's own decomposition is kept as it is (an exact restart).
     let rebalance = opts.restart.is_none() || opts.domain.is_none();
@@ -241,6 +294,13 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         world.restore(&opts.restart_world);
     }
     let mut clock = Clock::new(scene, opts.restart, solver.adaptive());
+    if opts.restart.is_none() {
+        // Frame 0's contacts; before any output is written, so that a
+        // refused start leaves none.
+        world.set_time(clock.time);
+        world.detect();
+        check_start_overlaps(&world)?;
+    }
     let mut thermo = Thermo::open(comm, &out_dir.join("log.txt"), opts.restart.is_some(), scene.output.thermo_seconds)?;
     let mut frames = match opts.restart {
         None => FrameWriter::create(comm, out_dir, scene)?,
@@ -250,7 +310,6 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     log::info!("{}", start_line(scene, &world, &clock, n_global, solver.adaptive()));
     world.set_time(clock.time);
     if opts.restart.is_none() {
-        world.detect();
         let table = world.contact_table(&solver.contact_fields(world.contacts()));
         frames.write_frame(0, 0.0, clock.dt, world.bodies(), world.n_owned(), table)?;
     }
@@ -368,7 +427,8 @@ fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, m
                     return Err(RunError::Interrupted { step: step - 1, time, path });
                 }
                 let message = format!("{e}; the state before the step is in {}", path.display());
-                return Err(RunError::Solver { step, message });
+                let agreed = matches!(e, SolverError::SmallestStep { .. } | SolverError::NonFinite { .. } | SolverError::NotConverged { .. });
+                return Err(RunError::Solver { step, message, agreed });
             }
         };
         report.absorb(&earlier);
@@ -394,20 +454,53 @@ fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, m
     }
 }
 
-/// Stops the run (on every rank) when an owned body's state is not finite.
+/// Refuses a start where two spheres overlap by more than
+/// `START_OVERLAP` of the smaller radius (collective). Start-up checked
+/// each rank's bodies among themselves; this also sees pairs on two ranks.
+fn check_start_overlaps(world: &World) -> Result<(), RunError> {
+    let (b, c, scene) = (world.bodies(), world.contacts(), world.scene());
+    let radius = |i: usize| match scene.shapes[b.shape[i] as usize] {
+        crate::body::Shape::Sphere { radius } => Some(radius),
+        crate::body::Shape::Mesh(_) => None,
+    };
+    let bad = (0..c.len()).find_map(|k| {
+        let (ia, ib) = (c.ia[k], c.ib[k]);
+        if ib == crate::contact::WALL_INDEX || (b.fixed[ia] && b.fixed[ib]) {
+            return None;
+        }
+        let r = radius(ia)?.min(radius(ib)?);
+        (c.gap[k] < -crate::scene::START_OVERLAP * r).then(|| format!("bodies {} and {} overlap by {:.3e} m at the start", c.a[k], c.b[k], -c.gap[k]))
+    });
+    let comm = world.comm();
+    // The lowest rank with an overlap names it.
+    let mut first = comm.size();
+    comm.all_reduce_into(&if bad.is_some() { comm.rank() } else { comm.size() }, &mut first, mpi::collective::SystemOperation::min());
+    if first < comm.size() {
+        let (r, msg) = (first, bad.unwrap_or_default());
+        let root = comm.process_at_rank(r);
+        let mut len = msg.len() as u64;
+        root.broadcast_into(&mut len);
+        let mut bytes = if comm.rank() == r { msg.clone().into_bytes() } else { vec![0u8; len as usize] };
+        if len > 0 {
+            root.broadcast_into(&mut bytes[..]);
+        }
+        return Err(RunError::Input(String::from_utf8_lossy(&bytes).into_owned()));
+    }
+    Ok(())
+}
+
+/// Stops the run (on every rank) when an owned body's state or the kinetic
+/// energy is not finite, naming the lowest such body id and the step.
 fn check_finite(world: &World, step: u64) -> Result<(), RunError> {
     let b = world.bodies();
-    let bad: Vec<u64> = (0..world.n_owned())
-        .filter(|&i| !(b.position[i].iter().all(|x| x.is_finite()) && b.velocity[i].iter().all(|x| x.is_finite())))
-        .map(|i| b.id[i])
-        .collect();
-    if parallel::all_ok(world.comm(), bad.is_empty()) {
-        return Ok(());
-    }
-    if !bad.is_empty() {
-        log::error!("step {step}: non-finite state of bodies {:?}", &bad[..bad.len().min(10)]);
-    }
-    Err(RunError::Solver { step, message: "non-finite positions or velocities (earlier checkpoints are kept)".into() })
+    let finite = |i: usize| b.position[i].iter().chain(&b.velocity[i]).chain(&b.angular_velocity[i]).all(|x| x.is_finite());
+    let bad = (0..world.n_owned()).filter(|&i| !finite(i)).map(|i| b.id[i]).min();
+    let what = match parallel::first_id(world.comm(), bad) {
+        Some(id) => format!("non-finite position or velocity of body {id}"),
+        None if !world.kinetic_energy().is_finite() => "non-finite kinetic energy".to_string(),
+        None => return Ok(()),
+    };
+    Err(RunError::Solver { step, message: format!("{what} (earlier checkpoints are kept)"), agreed: true })
 }
 
 /// The largest speed of a surface point over all bodies, |v| + |ω| times the
@@ -515,7 +608,7 @@ fn write_checkpoint(world: &World, solver: &dyn Solver, step: u64, time: f64, dt
     let (state, world_state) = (solver.state(), world.state());
     io::check_space(comm, &path, checkpoint_bytes(world, &state, &world_state.history), "the checkpoint")?;
     io::write_checkpoint(comm, &path, step, time, dt, scene, world.bodies(), world.n_owned(), &state, &world_state)?;
-    let pruned = if comm.rank() == 0 { io::prune_checkpoints(dir, scene.output.checkpoint_keep).map(|_| ()) } else { Ok(()) };
+    let pruned = if comm.rank() == 0 { io::prune_checkpoints(dir, scene.output.checkpoint_keep, &scene.run_id).map(|_| ()) } else { Ok(()) };
     io::agree(comm, pruned)?;
     if comm.rank() == 0 {
         log::info!("checkpoint {}", path.display());

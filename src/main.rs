@@ -76,6 +76,7 @@ fn main() -> ExitCode {
             Command::Run { config, set, overwrite, petsc: petsc_args } => match load(&world, &config, &set) {
                 Err(code) => code,
                 Ok(mut scene) => {
+                    scene.run_id = driver::new_run_id(&world, &scene);
                     let label = config.display().to_string();
                     let t0 = std::time::Instant::now();
                     let start = startup::memory_check(&world, &scene, &label)
@@ -119,6 +120,8 @@ fn main() -> ExitCode {
                         2
                     }
                     Ok(mut scene) => {
+                        // The run it continues (a checkpoint of an older build names none).
+                        scene.run_id = if cp.run_id.is_empty() { driver::new_run_id(&world, &scene) } else { cp.run_id.clone() };
                         // Shapes added at start-up (radii read from files) live in the checkpoint.
                         if cp.shapes.len() > scene.shapes.len() && cp.shape_names[..scene.shapes.len()] == scene.shape_names[..] {
                             scene.shapes.extend(cp.shapes[scene.shapes.len()..].iter().cloned());
@@ -174,8 +177,8 @@ fn with_petsc(
     match result {
         Ok(_) => 0,
         Err(e) => {
-            // Input and I/O errors are agreed: every rank holds the same one.
-            if world.rank() == 0 || !(e.exit_code() == 2 || matches!(e, driver::RunError::Io(_))) {
+            // An agreed error (input, I/O, most solver failures) is on every rank: print it once.
+            if world.rank() == 0 || !e.agreed() {
                 eprintln!("stiffgrain: {e}");
             }
             e.exit_code()

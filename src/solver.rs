@@ -81,6 +81,10 @@ pub enum SolverError {
     /// step is abandoned, the bodies are still at its start.
     #[error("interrupted by a signal")]
     Interrupted,
+    /// The step would give a body a non-finite velocity or position (the
+    /// lowest such id on any rank); the bodies are still at the step's start.
+    #[error("non-finite velocity or position of body {body} (gravity, loads or settings out of range?)")]
+    NonFinite { body: u64 },
 }
 
 /// A checkpoint's solver state this solver cannot take.

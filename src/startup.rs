@@ -520,6 +520,14 @@ pub fn populate(comm: &Comm, scene: &mut Scene, label: &str) -> Result<Startup, 
             if !fixed {
                 body.angular_velocity = b.angular_velocity;
             }
+            let finite = b.position.iter().chain(&b.velocity).chain(&b.angular_velocity).all(|x| x.is_finite())
+                && b.radius.is_none_or(f64::is_finite)
+                && b.orientation.is_none_or(|q| q.coords.iter().all(|x| x.is_finite()));
+            if bad.is_none() && !finite {
+                let frames = matches!(&src.kind, SourceKind::File { format: FileFormat::Frames, .. });
+                let at = if frames { format!("body {} (row {})", b.id.unwrap_or(b.row), b.row) } else { format!("body on line {}", b.line) };
+                bad = Some(format!("{}: {at}: a position, velocity, orientation or radius is not finite (NaN or inf)", src.key));
+            }
             if dim == 2 && bad.is_none() && (b.position.z != 0.0 || b.velocity.z != 0.0) {
                 bad = Some(format!("{}: body on line {}: in 2D every body lies in z = 0 and moves in x-y", src.key, b.line));
             }
@@ -560,6 +568,12 @@ fn check_placed(scene: &Scene, bodies: &Bodies) -> Option<String> {
             }
         }
     }
+    // The placed spheres among themselves (files are not checked
+    // elsewhere), in the same cell-based pass: a body overlapping one
+    // placed before it is refused at once, so even a file of bodies piled
+    // on one point costs O(N). Pairs on two ranks are checked after the
+    // first detection (driver).
+    let (mut placed, mut placed_moving) = (Packing::new(2.0 * rmax), Packing::new(2.0 * rmax));
     for i in 0..bodies.len() {
         if bodies.id[i] < n_explicit {
             continue;
@@ -567,7 +581,17 @@ fn check_placed(scene: &Scene, bodies: &Bodies) -> Option<String> {
         let Some(r) = radius(bodies.shape[i]) else { continue };
         let p = bodies.position[i];
         let id = bodies.id[i];
+        let tol = if dem { 0.0 } else { -crate::scene::START_OVERLAP * r };
+        let others = if bodies.fixed[i] { &placed_moving } else { &placed };
+        if !others.free(&p, r, tol) {
+            return Some(format!(
+                "body {id} overlaps another body from a file or generator{}",
+                if dem { " (solver = \"dem\" needs positive gaps)" } else { "" }
+            ));
+        }
+        placed.insert(p, r);
         if !bodies.fixed[i] {
+            placed_moving.insert(p, r);
             for (w, wall) in scene.walls.iter().enumerate() {
                 let d = (p - wall.point).dot(&wall.normal) - r;
                 if dem && d <= 0.0 {
@@ -579,7 +603,6 @@ fn check_placed(scene: &Scene, bodies: &Bodies) -> Option<String> {
             }
         }
         let against = if bodies.fixed[i] { &moving } else { &all };
-        let tol = if dem { 0.0 } else { -crate::scene::START_OVERLAP * r };
         if !against.is_empty() && !against.free(&p, r, tol) {
             return Some(format!("body {id} overlaps an explicit [[body]]{}", if dem { " (solver = \"dem\" needs positive gaps)" } else { "" }));
         }

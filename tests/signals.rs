@@ -110,21 +110,24 @@ fn a_term_to_mpirun_inside_a_long_step_ends_in_a_checkpoint() {
         // Newton steps damped to a millionth: a solve that never ends.
         ("dem", "", &["--", "-snes_max_it", "1000000000", "-snes_linesearch_type", "basic", "-snes_linesearch_damping", "1e-6"], &[]),
     ];
-    for (solver, slow, petsc, usual) in cases {
-        let reference = dir.path().join(format!("ref-{solver}"));
-        let cfg = dir.path().join(format!("ref-{solver}.toml"));
+    // CD on 1 rank too; each solver on 2.
+    let runs = std::iter::once((1, &cases[0])).chain(cases.iter().map(|c| (2, c)));
+    for (np, (solver, slow, petsc, usual)) in runs {
+        let (solver, slow, petsc, usual) = (*solver, *slow, *petsc, *usual);
+        let reference = dir.path().join(format!("ref-{solver}-{np}"));
+        let cfg = dir.path().join(format!("ref-{solver}-{np}.toml"));
         std::fs::write(&cfg, touching(solver).toml_into(&reference)).unwrap();
-        common::mpirun_ok(2, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+        common::mpirun_ok(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
 
-        let out = dir.path().join(format!("long-{solver}"));
-        let cfg = dir.path().join(format!("long-{solver}.toml"));
+        let out = dir.path().join(format!("long-{solver}-{np}"));
+        let cfg = dir.path().join(format!("long-{solver}-{np}.toml"));
         std::fs::write(&cfg, touching(solver).with(slow).toml_into(&out)).unwrap();
         let mut args = vec!["run", cfg.to_str().unwrap()];
         args.extend_from_slice(petsc);
         // OpenMPI kills the ranks odls_base_sigkill_timeout (1 s) after
         // forwarding TERM; 10 s keeps a loaded test machine from losing the
         // race (README: how to set it on a cluster).
-        let mut child = common::mpirun_cmd(2, &common::stiffgrain(), &args)
+        let mut child = common::mpirun_cmd(np, &common::stiffgrain(), &args)
             .env("OMPI_MCA_odls_base_sigkill_timeout", "10")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -135,9 +138,9 @@ fn a_term_to_mpirun_inside_a_long_step_ends_in_a_checkpoint() {
             std::thread::sleep(Duration::from_millis(20));
             std::fs::read_to_string(out.join("log.txt")).is_ok_and(|s| !s.is_empty())
         });
-        assert!(started, "{solver}: the run did not get going");
+        assert!(started, "{solver} on {np}: the run did not get going");
         std::thread::sleep(Duration::from_secs(2));
-        assert!(child.try_wait().unwrap().is_none(), "{solver}: the slow step ended by itself");
+        assert!(child.try_wait().unwrap().is_none(), "{solver} on {np}: the slow step ended by itself");
         let sent = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
         assert!(sent.success());
         // Watchdog: the ranks stop within seconds, not at the step's end.
@@ -150,14 +153,14 @@ fn a_term_to_mpirun_inside_a_long_step_ends_in_a_checkpoint() {
         }
         let o = child.wait_with_output().unwrap();
         let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-        assert!(ended, "{solver}: still running 30 s after TERM\n{stdout}\n{stderr}");
+        assert!(ended, "{solver} on {np}: still running 30 s after TERM\n{stdout}\n{stderr}");
         let cp = out.join("checkpoint-000000.h5");
-        assert!(cp.exists(), "{solver}: no checkpoint of the state before step 1 ({})\n{stdout}\n{stderr}", o.status);
+        assert!(cp.exists(), "{solver} on {np}: no checkpoint of the state before step 1 ({})\n{stdout}\n{stderr}", o.status);
         let mut args = vec!["restart", cp.to_str().unwrap()];
         args.extend_from_slice(usual);
-        common::mpirun_ok(2, &common::stiffgrain(), &args);
+        common::mpirun_ok(np, &common::stiffgrain(), &args);
         let (a, b) = (last_positions(&reference), last_positions(&out));
-        assert_eq!(a.0, b.0, "{solver}: the resumed run ends at the same step");
-        assert!(a.1.iter().zip(&b.1).all(|(x, y)| x.to_bits() == y.to_bits()), "{solver}: positions differ\n{:?}\n{:?}", a.1, b.1);
+        assert_eq!(a.0, b.0, "{solver} on {np}: the resumed run ends at the same step");
+        assert!(a.1.iter().zip(&b.1).all(|(x, y)| x.to_bits() == y.to_bits()), "{solver} on {np}: positions differ\n{:?}\n{:?}", a.1, b.1);
     }
 }

@@ -237,6 +237,15 @@ impl CdSolver {
         } else {
             (f_local, dv) = (vec![0.0; nc], vec![Vector6::<f64>::zeros(); n_owned]);
         }
+        // A non-finite update stops the run before it reaches the bodies:
+        // the driver checkpoints the last finite state.
+        let bad = (0..n_owned).find(|&i| {
+            let v = free_velocity(bodies, i, &gravity, dt) + dv[i];
+            !(v.iter().all(|x| x.is_finite()) && (bodies.position[i] + dt * Vector3::new(v[0], v[1], v[2])).iter().all(|x| x.is_finite()))
+        });
+        if let Some(body) = crate::parallel::first_id(comm, bad.map(|i| bodies.id[i])) {
+            return Err(SolverError::NonFinite { body });
+        }
         integrate(bodies, n_owned, &gravity, dt, &dv);
         // The step's contacts keep their rows (other solvers' columns too,
         // compatible-cd's truss); a contact that disappeared drops its own.

@@ -280,10 +280,11 @@ pub struct SimulationCfg {
     /// End time of the run.
     #[schemars(extend("x-unit" = "s"))]
     pub t_end: f64,
-    /// Time step (the DEM's largest and first step; it adapts below it).
+    /// Time step (the DEM's largest and first step; it adapts below it);
+    /// at most 1e12 steps to t_end.
     #[schemars(extend("x-unit" = "s"))]
     pub dt: f64,
-    /// Gravitational acceleration.
+    /// Gravitational acceleration, at most 1e8 m/s² (1e7 g) in magnitude.
     #[serde(default = "default_gravity")]
     #[schemars(extend("x-unit" = "m/s²"))]
     pub gravity: [f64; 3],

@@ -106,6 +106,8 @@ pub struct Checkpoint {
     pub world: WorldState,
     /// Ranks of the run that wrote it.
     pub n_ranks: u32,
+    /// The run that wrote it (empty in files of older builds).
+    pub run_id: String,
 }
 
 /// What a checkpoint keeps of the World beyond the bodies: the history
@@ -151,10 +153,20 @@ pub fn list_checkpoints(dir: &Path) -> Result<Vec<(u64, PathBuf)>, IoError> {
     Ok(out)
 }
 
-/// Removes all but the `keep` newest checkpoints in `dir` (by step); returns
-/// the removed paths. Call on rank 0 only. Temp files are left alone.
-pub fn prune_checkpoints(dir: &Path, keep: usize) -> Result<Vec<PathBuf>, IoError> {
-    let all = list_checkpoints(dir)?;
+/// The run id stored in a checkpoint or frames file (`run_id` attribute of
+/// the root or of `/meta`), read serially; None when absent or unreadable.
+pub fn stored_run_id(path: &Path) -> Option<String> {
+    let file = hdf5::File::open(path).ok()?;
+    read_str_attr(&file, "run_id").or_else(|_| file.group("meta").and_then(|m| read_str_attr(&m, "run_id"))).ok()
+}
+
+/// Removes all but the `keep` newest checkpoints of run `run_id` in `dir`
+/// (by step); checkpoints of other runs, or whose run cannot be read, are
+/// never removed. Returns the removed paths. Call on rank 0 only. Temp
+/// files are left alone.
+pub fn prune_checkpoints(dir: &Path, keep: usize, run_id: &str) -> Result<Vec<PathBuf>, IoError> {
+    let mut all = list_checkpoints(dir)?;
+    all.retain(|(_, p)| stored_run_id(p).is_some_and(|id| !id.is_empty() && id == run_id));
     let n_remove = all.len().saturating_sub(keep);
     let mut removed = Vec::new();
     for (_, p) in all.into_iter().take(n_remove) {
@@ -293,7 +305,9 @@ fn write_contents<C: Communicator>(
         scalar_attr(file, "time", &time)?;
         scalar_attr(file, "dt", &dt)?;
         scalar_attr(file, "n_bodies", &b.total)?;
-        str_attr(file, "domain", domain)
+        str_attr(file, "domain", domain)?;
+        // Outside the checksum: which run wrote it (restart and pruning).
+        str_attr(file, "run_id", &scene.run_id)
     })(), "writing the attributes")?;
     ok(write_shapes(comm, file, &scene.shapes, &scene.shape_names), "writing /shapes")?;
 
@@ -535,6 +549,7 @@ fn read_local(path: &Path, rank: u64, size: u64) -> Result<LocalRead, IoError> {
 
     let solver = read_str_attr(&file, "solver").map_err(attr_err("solver"))?;
     let config_text = read_str_attr(&file, "config").map_err(attr_err("config"))?;
+    let run_id = read_str_attr(&file, "run_id").unwrap_or_default();
     let (shapes, shape_names) = read_shapes(&file).map_err(c)?;
 
     let (a, b) = slab(n_bodies, rank, size);
@@ -618,6 +633,7 @@ fn read_local(path: &Path, rank: u64, size: u64) -> Result<LocalRead, IoError> {
         state,
         world,
         n_ranks,
+        run_id,
     };
     Ok((ck, sum, stored, shapes_of))
 }

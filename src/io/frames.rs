@@ -243,6 +243,7 @@ impl FrameWriter {
         scalar_attr(&meta, "dim", &scene.simulation.dim).ctx(p, "writing /meta dim")?;
         scalar_attr(&meta, "n_ranks", &(self.comm.size() as u32)).ctx(p, "writing /meta n_ranks")?;
         str_attr(&meta, "config", &scene.config_text).ctx(p, "writing /meta config")?;
+        str_attr(&meta, "run_id", &scene.run_id).ctx(p, "writing /meta run_id")?;
         write_shapes(&self.comm, file, &scene.shapes, &scene.shape_names).ctx(p, "writing /shapes")?;
         file.create_group("frames").ctx(p, "creating /frames")?;
         Ok(())

@@ -10,6 +10,7 @@ mod checksum;
 pub mod frame_read;
 pub mod frame_view;
 pub mod frames;
+pub mod lock;
 pub mod redistribute;
 pub mod table;
 pub mod xdmf;

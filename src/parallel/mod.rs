@@ -19,6 +19,14 @@ pub fn all_ok(comm: &Comm, ok: bool) -> bool {
     all == 1
 }
 
+/// The smallest of the ids the ranks hold (None on every rank when none
+/// holds one): one reduction, to name the first offending body everywhere.
+pub fn first_id(comm: &Comm, id: Option<u64>) -> Option<u64> {
+    let mut min = u64::MAX;
+    comm.all_reduce_into(&id.unwrap_or(u64::MAX), &mut min, mpi::collective::SystemOperation::min());
+    (min != u64::MAX).then_some(min)
+}
+
 /// Broadcasts rank 0's string to every rank.
 pub fn broadcast_string(comm: &Comm, s: &mut String) {
     let root = comm.process_at_rank(0);

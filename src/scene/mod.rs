@@ -493,6 +493,9 @@ pub struct Scene {
     pub loads: Vec<Load>,
     /// The resolved configuration as TOML (overrides applied), kept in outputs.
     pub config_text: String,
+    /// The run these outputs belong to (frames.h5, checkpoints): made by
+    /// `run`, taken from the checkpoint by `restart`; empty otherwise.
+    pub run_id: String,
 }
 
 impl Scene {

@@ -97,9 +97,15 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<(Scene, Vec
         stiffness_pairs: owned.stiffness_pairs,
         loads,
         config_text,
+        run_id: String::new(),
     };
     Ok((scene, ignored))
 }
+
+/// The most steps a run may take (t_end / dt).
+pub const MAX_STEPS: f64 = 1e12;
+/// The largest gravity magnitude, m/s² (1e7 g).
+pub const MAX_GRAVITY: f64 = 1e8;
 
 /// `[simulation]`.
 fn simulation(c: &Ctx, s: &SimulationCfg) -> Result<Simulation, ConfigError> {
@@ -114,6 +120,15 @@ fn simulation(c: &Ctx, s: &SimulationCfg) -> Result<Simulation, ConfigError> {
         gravity: c.finite3("simulation.gravity", s.gravity)?,
         until_static: s.until_static.map(|v| c.positive("simulation.until_static", v)).transpose()?,
     };
+    // Sanity limits: a run of more steps than any machine takes, or a
+    // gravity that overflows positions and energies, is a typo.
+    let steps = simulation.t_end / simulation.dt;
+    if steps > MAX_STEPS {
+        return Err(c.err("simulation.dt", format!("t_end / dt = {steps:.3e} steps, above the maximum of {MAX_STEPS:e}: a larger dt or a smaller t_end")));
+    }
+    if simulation.gravity.norm() > MAX_GRAVITY {
+        return Err(c.err("simulation.gravity", format!("|gravity| = {:.3e} m/s² is above the maximum of {MAX_GRAVITY:e} m/s²", simulation.gravity.norm())));
+    }
     if simulation.dim == 2 && simulation.gravity.z != 0.0 {
         return Err(c.err("simulation.gravity", "must have z = 0 in 2D (the x-y plane)"));
     }
