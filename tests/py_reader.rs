@@ -3,6 +3,7 @@
 //! summary.json's reactions at the end, series.csv and log.txt with one
 //! header and no repeated rows after a restart, and the derived measures on
 //! a pack whose numbers the statics dictates; then scripts/py/tutorial.py.
+//! And scripts/plot drawing force_compatible when a frame has it.
 //!
 //! Needs the project venv (`scripts/setup`). Without it the test reports
 //! itself skipped (`common::skip`) and returns, unless `CI` or
@@ -21,14 +22,14 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The venv interpreter with h5py and numpy, or None (after saying why).
-fn venv_python() -> Option<PathBuf> {
+/// The venv interpreter with `modules`, or None (after saying why).
+fn venv_python(modules: &str) -> Option<PathBuf> {
     let py = root().join(".venv/bin/python");
-    let ok = py.exists() && Command::new(&py).args(["-c", "import h5py, numpy"]).output().is_ok_and(|o| o.status.success());
+    let ok = py.exists() && Command::new(&py).args(["-c", &format!("import {modules}")]).output().is_ok_and(|o| o.status.success());
     if ok {
         return Some(py);
     }
-    let msg = format!("{} with h5py, numpy is not available: run scripts/setup", py.display());
+    let msg = format!("{} with {modules} is not available: run scripts/setup", py.display());
     if std::env::var_os("CI").is_some() || std::env::var_os("STIFFGRAIN_REQUIRE_PYTHON").is_some() {
         panic!("{msg}");
     }
@@ -164,7 +165,7 @@ fn check_run(v: &Value, out: &Path, np: usize) {
 
 #[test]
 fn the_python_reader_reads_a_run_and_its_restart() {
-    let Some(py) = venv_python() else { return };
+    let Some(py) = venv_python("h5py, numpy") else { return };
     let tmp = tempfile::tempdir().unwrap();
     let mut ends = Vec::new();
     for np in [1, 2] {
@@ -195,4 +196,53 @@ fn the_python_reader_reads_a_run_and_its_restart() {
     for (a, b) in ends[0].iter().zip(&ends[1]) {
         assert!((a - b).abs() <= 1e-9 * scale, "1 vs 2 ranks: {a} vs {b}");
     }
+}
+
+fn python_ok(py: &Path, args: &[&str]) -> String {
+    let o = Command::new(py).args(args).output().unwrap();
+    assert!(o.status.success(), "python {args:?}:\n{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn same_pixels(py: &Path, a: &Path, b: &Path) -> bool {
+    let code = "import sys, numpy as np, matplotlib.image as mi\n\
+                a, b = mi.imread(sys.argv[1]), mi.imread(sys.argv[2])\n\
+                print(int(a.shape == b.shape and np.all(a == b)))\n";
+    python_ok(py, &["-c", code, a.to_str().unwrap(), b.to_str().unwrap()]).trim() == "1"
+}
+
+/// scripts/plot on a synthetic frame whose force_compatible (another
+/// frame's forces) differs from its force_normal: by default it draws
+/// force_compatible, the same pictures as `--field force_compatible`, and
+/// `--field force_normal` draws another network; an unknown field is one
+/// line and exit status 2.
+#[test]
+fn plot_draws_force_compatible_when_present() {
+    let Some(py) = venv_python("h5py, numpy, matplotlib") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let synth = root().join("tests/py/synth_frames.py");
+    python_ok(&py, &[synth.to_str().unwrap(), a.to_str().unwrap(), "1", "1.0"]);
+    python_ok(&py, &[synth.to_str().unwrap(), b.to_str().unwrap(), "2", "5.0"]);
+    let add = "import sys, h5py\n\
+               with h5py.File(sys.argv[1] + '/frames.h5', 'a') as fa, h5py.File(sys.argv[2] + '/frames.h5') as fb:\n\
+               \x20   for k in fa['frames']:\n\
+               \x20       fa['frames'][k]['contacts']['force_compatible'] = fb['frames'][k]['contacts']['force_normal'][()]\n";
+    python_ok(&py, &["-c", add, a.to_str().unwrap(), b.to_str().unwrap()]);
+    let plot = |dest: &str, extra: &[&str]| {
+        let o = Command::new(root().join("scripts/plot")).arg(&a).arg("--out").arg(tmp.path().join(dest)).args(extra).output().unwrap();
+        assert!(o.status.success(), "scripts/plot {extra:?}:\n{}", String::from_utf8_lossy(&o.stderr));
+    };
+    plot("default", &[]);
+    plot("compat", &["--field", "force_compatible"]);
+    plot("normal", &["--field", "force_normal"]);
+    for png in ["force-network.png", "force-histogram.png", "floor-pressure.png"] {
+        let p = |d: &str| tmp.path().join(d).join(png);
+        assert!(same_pixels(&py, &p("default"), &p("compat")), "{png}: the default is not force_compatible");
+        assert!(!same_pixels(&py, &p("default"), &p("normal")), "{png}: force_normal drawn the same as force_compatible");
+    }
+    let o = Command::new(root().join("scripts/plot")).arg(&a).args(["--field", "force_nope"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no contact column 'force_nope'") && err.lines().count() == 1, "{err}");
 }
