@@ -441,7 +441,8 @@ fn range_of(v: &Value) -> (f64, f64) {
 /// The picture of a compatible-cd run shows its compatible forces: the
 /// network's colours span the frame's force_compatible range (not CD's
 /// force_normal, which differs here) unless --field says otherwise; the
-/// time is written; a frame whose contacts carry no force has no colour bar.
+/// time is written; a frame whose contacts carry no force has no colour
+/// bar, for the contacts or the bodies.
 #[test]
 fn render_colours_a_compatible_cd_network_by_force_compatible() {
     let Some(_pv) = pvpython() else { return };
@@ -458,12 +459,15 @@ fn render_colours_a_compatible_cd_network_by_force_compatible() {
     assert_eq!(last["bar"], true);
     assert_eq!(last["body_bar"], "body contact force, magnitude [N]");
     let s: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    let t = s["time"].as_f64().unwrap();
+    let (t, step) = (s["time"].as_f64().unwrap(), s["steps"].as_u64().unwrap());
     let label = last["label"].as_str().unwrap();
-    let shown: f64 = label.strip_prefix("t = ").and_then(|l| l.strip_suffix(" s")).and_then(|l| l.parse().ok()).unwrap_or(f64::NAN);
-    assert!(close(shown, t, 1e-5), "time label {label:?}, the frame is at t = {t}");
+    let suffix = format!(" s (step {step})");
+    let shown: f64 = label.strip_prefix("t = ").and_then(|l| l.strip_suffix(suffix.as_str())).and_then(|l| l.parse().ok()).unwrap_or(f64::NAN);
+    assert!(close(shown, t, 1e-5), "time label {label:?}, the frame is at t = {t}, step {step}");
 
-    let chosen = render_report(&out, dir.path(), "cd", &["--frame", "-1", "--field", "force_normal"]);
+    // The same frame by its step, another field.
+    let chosen = render_report(&out, dir.path(), "cd", &["--step", &step.to_string(), "--field", "force_normal"]);
+    assert_eq!(chosen["label"], last["label"]);
     assert_eq!(chosen["field"], "force_normal");
     let (lo, hi) = range_of(&chosen);
     assert!(close(lo, cd.0, 1e-12) && close(hi, cd.1, 1e-12), "colours over [{lo:e}, {hi:e}], force_normal over {cd:?}");
@@ -472,5 +476,7 @@ fn render_colours_a_compatible_cd_network_by_force_compatible() {
     assert_eq!(positive_range(&out, 0, "force_compatible"), None);
     let first = render_report(&out, dir.path(), "first", &["--frame", "0"]);
     assert_eq!(first["bar"], false, "{first}");
-    assert_eq!(first["label"], "t = 0 s");
+    // Nor for the bodies, whose contact force is zero everywhere.
+    assert_eq!(first["body_bar"], Value::Null, "{first}");
+    assert_eq!(first["label"], "t = 0 s (step 0)");
 }

@@ -28,6 +28,7 @@ def parse():
     p = argparse.ArgumentParser(prog="scripts/render", description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output directory of a run (holds frames.xdmf)")
     p.add_argument("--frame", default="-1", help="frame index (0 = first, -1 = last) or 'all' (default -1)")
+    p.add_argument("--step", type=int, help="the frame of this step (as scripts/plot --frame), instead of --frame")
     p.add_argument("--color", choices=["force", "velocity", "id"], default="force")
     p.add_argument("--output", help="PNG file (default OUT/render.png; with all: OUT/render/frame_NNNN.png)")
     p.add_argument("--size", default="1200x900", help="image size WxH (default 1200x900)")
@@ -46,6 +47,21 @@ def quiet_warnings(log_path):
         return
     vtkLogger.SetStderrVerbosity(vtkLogger.VERBOSITY_ERROR)
     vtkLogger.LogToFile(log_path, vtkLogger.TRUNCATE, vtkLogger.VERBOSITY_WARNING)
+
+
+def frame_steps(xdmf):
+    """Each frame's step, from the names of the first grid's time steps
+    (`bodies_frames_000000100`)."""
+    grids = xdmf.getroot().find("Domain").findall("Grid")
+    if not grids:
+        return []
+    out = []
+    for g in grids[0].findall("Grid"):
+        try:
+            out.append(int(g.get("Name", "").rsplit("_", 1)[-1]))
+        except ValueError:
+            return []
+    return out
 
 
 def contact_columns(xdmf):
@@ -96,9 +112,14 @@ def main():
         nfield = a.field
     else:
         fail(f"--field {a.field}: no such contact column in {path} (columns: {', '.join(sorted(columns))})")
+    steps = frame_steps(xdmf)
     reader = Xdmf3ReaderT(FileName=[path])
     times = list(reader.TimestepValues or [0.0])
-    if a.frame == "all":
+    if a.step is not None:
+        if a.step not in steps:
+            fail(f"--step {a.step}: no frame at that step (frames at steps {', '.join(map(str, steps[:20]))}{' ...' if len(steps) > 20 else ''})")
+        frames = [steps.index(a.step)]
+    elif a.frame == "all":
         frames = list(range(len(times)))
     else:
         try:
@@ -137,7 +158,7 @@ def main():
         bar.Title, bar.ComponentTitle = body_bar, ""
         bar.TitleColor = bar.LabelColor = [0.0, 0.0, 0.0]
         place(bar, "Lower Left Corner")
-        body_luts.append((rep, lut))
+        body_luts.append((rep, source, field or array_id))
 
     reps = {}
     if "bodies" in grid:
@@ -230,9 +251,16 @@ def main():
             if fmax > 0:
                 lut.RescaleTransferFunction(fmin, fmax if fmax > fmin else fmin * (1 + 1e-12))
             trep.SetScalarBarVisibility(view, fmax > 0)
-        for r, body_lut in body_luts:
+        # The bodies' bar only when their colours vary (not for bodies
+        # without contact force, or all at rest).
+        body_shown = False
+        for r, src, name in body_luts:
             r.RescaleTransferFunctionToDataRange(False, False)
-        label.Text = f"t = {t:.6g} s"
+            arr = src.PointData.GetArray(name)
+            lo, hi = arr.GetRange(-1) if arr is not None else (0.0, 0.0)
+            r.SetScalarBarVisibility(view, hi > lo)
+            body_shown |= hi > lo
+        label.Text = f"t = {t:.6g} s" + (f" (step {steps[k]})" if len(steps) == len(times) else "")
         view.ResetCamera()
         cam = view.GetActiveCamera()
         fp = cam.GetFocalPoint()
@@ -241,7 +269,7 @@ def main():
         cam.SetPosition(*[fp[i] + dist * direction[i] / norm for i in range(3)])
         cam.SetViewUp(0.0, 0.0, 1.0)
         view.ResetCamera()
-        if a.frame == "all":
+        if a.frame == "all" and a.step is None:
             out = a.output or os.path.join(a.out, "render", "frame_%04d.png")
             out = out % n if "%" in out else os.path.join(out, f"frame_{n:04d}.png")
         else:
@@ -250,7 +278,7 @@ def main():
         Render(view)
         SaveScreenshot(out, view, ImageResolution=[w, h])
         print(out)
-        item = {"image": out, "time": t, "label": label.Text, "body_bar": body_bar if body_luts else None}
+        item = {"image": out, "time": t, "label": label.Text, "body_bar": body_bar if body_luts and body_shown else None}
         if tubes is not None:
             pts = list(lut.RGBPoints)
             item.update(field=nfield, forces=[fmin, fmax] if fmax > 0 else None, range=[pts[0], pts[-4]], bar=bool(fmax > 0))

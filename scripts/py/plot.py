@@ -220,7 +220,12 @@ def energy_dt(f, out, path):
         ke.append(float(e[~fixed].sum()))
     log = read_log(out)
     fig, (a1, a2) = plt.subplots(2, 1, sharex=True, figsize=(7, 6), dpi=100)
-    a1.plot(t, ke, "o-", ms=3, label="frames.h5 (spheres of the first material's density)")
+    if "series" in f and len(f["series/time"]):
+        # The run's own kinetic energy at every frame (any shape, any material).
+        ke = f["series/kinetic_energy"][()]
+        a1.plot(f["series/time"][()], ke, "o-", ms=3, label="frames.h5 /series")
+    else:
+        a1.plot(t, ke, "o-", ms=3, label="frames.h5 (spheres of the first material's density)")
     if len(log):
         a1.plot(log[:, 0], log[:, 2], "x", ms=4, label="log.txt (solver)")
     if np.all(np.asarray(ke) > 0) and (len(log) == 0 or np.all(log[:, 2] > 0)):
