@@ -161,6 +161,7 @@ fn check_run(v: &Value, out: &Path, np: usize) {
     let want = 9.0 * 2.0 / 3.0 * PI * R.powi(3) / (0.0602 * 0.0602 * R);
     assert!((half[1] - want).abs() <= 1e-9 * want, "np {np}: half-layer packing fraction {}, want {want}", half[1]);
     assert_eq!(v["units"], serde_json::json!(["m", "N", "m/s"]));
+    assert_eq!(v["without_units"], serde_json::json!([]), "np {np}: datasets of frames.h5 without a units attribute");
 }
 
 #[test]

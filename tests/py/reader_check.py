@@ -5,6 +5,8 @@ import json
 import sys
 from pathlib import Path
 
+import h5py
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts/py"))
 from stiffgrain_reader import Run  # noqa: E402
 
@@ -22,7 +24,11 @@ try:
     missing = "found"
 except KeyError:
     missing = "KeyError"
+no_units = []
+with h5py.File(run.h5_path, "r") as f:
+    f.visititems(lambda n, o: no_units.append(n) if isinstance(o, h5py.Dataset) and "units" not in o.attrs else None)
 print(json.dumps({
+    "without_units": no_units,
     "steps": run.steps.tolist(),
     "mid": [mid.step, mid.time],
     "near": near.step,
