@@ -41,7 +41,13 @@
 //!            wall; (+) line_cells Nc×2 u64: the two rows of each line
 //!  walls/    (+) the walls still acting at the frame's time, as quads over
 //!            the scene's domain box: vertices 4W×3, quads W×4 u64, index W
+//! /series    (+) a row per frame, written with it ([`SeriesRow`]): step,
+//!            time, dt, kinetic_energy, contacts (n), wall_force and
+//!            wall_position (n×W×3, W = the scene's walls, none without);
+//!            wall_id W, wall_normal W×3; chunked, grown a row at a time
 //! ```
+//!
+//! Every dataset carries a `units` attribute ([`unit_of`]).
 use super::h5raw::{copy_object, reserve, write_rows_collective};
 use super::redistribute::{redistribute_sorted, FlatRecords};
 use super::table::{ColumnData, ContactTable};
