@@ -301,7 +301,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         world.detect();
         check_start_overlaps(&world)?;
     }
-    let mut thermo = Thermo::open(comm, &out_dir.join("log.txt"), opts.restart.is_some(), scene.output.thermo_seconds)?;
+    let mut thermo = Thermo::open(comm, out_dir, opts.restart.map(|(step, _)| step), scene.output.thermo_seconds, scene.walls.len())?;
     let mut frames = match opts.restart {
         None => FrameWriter::create(comm, out_dir, scene)?,
         Some((step, _)) => FrameWriter::append(comm, out_dir, scene, step)?,
@@ -311,7 +311,8 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     world.set_time(clock.time);
     if opts.restart.is_none() {
         let table = world.contact_table(&solver.contact_fields(world.contacts()));
-        frames.write_frame(0, 0.0, clock.dt, world.bodies(), world.n_owned(), table)?;
+        let row = series_row(&world, solver.as_ref(), 0, 0.0, clock.dt);
+        frames.write_frame_and_series(0, 0.0, clock.dt, world.bodies(), world.n_owned(), table, Some(&row))?;
     }
     log::info!("{}", Thermo::HEADER);
     let mut tally = StepTally::default();
@@ -354,8 +355,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         let last = clock.at_end();
         if last || every(scene.output.every, step) {
             let table = world.contact_table(&solver.contact_fields(world.contacts()));
+            let row = series_row(&world, solver.as_ref(), step, clock.time, report.dt);
             let (b, n, time) = (world.bodies(), world.n_owned(), clock.time);
-            world.timers().time("output", || frames.write_frame(step, time, report.dt, b, n, table))?;
+            world.timers().time("output", || frames.write_frame_and_series(step, time, report.dt, b, n, table, Some(&row)))?;
         }
         if every(scene.output.checkpoint_every, step) || (last && scene.output.checkpoint_at_end) {
             write_checkpoint(&world, solver.as_ref(), step, clock.time, report.dt)?;
@@ -370,11 +372,8 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         if last || every(scene.output.thermo_every, step) || thermo.overdue(comm) {
             let wall = wall0.elapsed().as_secs_f64();
             let eta = wall / (clock.time - clock.t0) * (clock.t_final - clock.time);
-            let n_contacts = parallel::sum_u64(comm, world.contacts().len() as u64);
-            thermo.line(step, clock.time, report.dt, n_global, n_contacts, world.kinetic_energy(), report.iterations, wall, eta)?;
-            if scene.walls.iter().any(|w| w.moves()) {
-                thermo.walls(world.walls(), clock.time, &world.reactions(solver.reaction_normals()))?;
-            }
+            let row = series_row(&world, solver.as_ref(), step, clock.time, report.dt);
+            thermo.line(&row, n_global, report.iterations, wall, eta)?;
         }
     }
     frames.close()?;
@@ -649,30 +648,58 @@ fn write_json_atomically(path: &Path, value: &impl serde::Serialize) -> std::io:
     std::fs::rename(tmp, path)
 }
 
-/// Thermo lines: printed by rank 0 and appended to OUT/log.txt, every
-/// `thermo_every` steps and whenever `thermo_seconds` of wall time passed.
+/// The run's time-series row now (collective): kinetic energy, contacts,
+/// and each wall's reaction (the force the bodies exert on it, as in
+/// summary.json) and point.
+fn series_row(world: &World, solver: &dyn Solver, step: u64, time: f64, dt: f64) -> io::SeriesRow {
+    let reactions = world.reactions(solver.reaction_normals());
+    let walls = world.walls();
+    let force = |k: usize| reactions.iter().find(|r| r.body == WALL_ID_BASE + k as u64).map_or([0.0; 3], |r| r.force);
+    io::SeriesRow {
+        step,
+        time,
+        dt,
+        kinetic_energy: world.kinetic_energy(),
+        contacts: parallel::sum_u64(world.comm(), world.contacts().len() as u64),
+        wall_force: (0..walls.len()).map(force).collect(),
+        wall_position: walls.iter().map(|w| w.position(time)).map(|p| [p.x, p.y, p.z]).collect(),
+    }
+}
+
+/// Thermo lines: printed by rank 0 and appended to OUT/log.txt (one header,
+/// whitespace columns), with the series row of each line appended to
+/// OUT/series.csv; every `thermo_every` steps and whenever `thermo_seconds`
+/// of wall time passed.
 struct Thermo {
-    file: Option<std::fs::File>,
+    /// log.txt and series.csv, open on rank 0.
+    files: Option<(std::fs::File, std::fs::File)>,
     /// Rank 0's failures to write are agreed over it (no rank left waiting).
     comm: Comm,
-    path: PathBuf,
+    dir: PathBuf,
     last: Instant,
     seconds: f64,
 }
 
 impl Thermo {
+    /// Starts with `#` so that `numpy.loadtxt("log.txt")` skips it.
     const HEADER: &'static str =
-        "      step          time          dt    bodies  contacts  kinetic_energy  iters    wall[s]     left[s]";
+        "#     step          time          dt    bodies  contacts  kinetic_energy  iters    wall[s]     left[s]";
 
-    fn open(comm: &Comm, path: &PathBuf, append: bool, seconds: f64) -> Result<Self, RunError> {
-        let file = if comm.rank() == 0 {
-            let f = std::fs::OpenOptions::new().create(true).append(append).write(true).truncate(!append).open(path);
-            f.and_then(|mut f| writeln!(f, "{}", Self::HEADER).map(|()| Some(f))).map_err(|e| IoError::fs(path, "write the log", e))
+    /// Rank 0 starts log.txt and series.csv (header only), or, continuing
+    /// from the checkpoint of step `restart`, keeps their header and rows up
+    /// to that step (the resumed run writes the later ones again).
+    fn open(comm: &Comm, dir: &Path, restart: Option<u64>, seconds: f64, n_walls: usize) -> Result<Self, RunError> {
+        let files = if comm.rank() == 0 {
+            let open = |name: &str, header: &str| {
+                let path = dir.join(name);
+                continue_table(&path, header, restart).map_err(|e| IoError::fs(&path, "write the log", e))
+            };
+            open("log.txt", Self::HEADER).and_then(|log| Ok(Some((log, open("series.csv", &series_header(n_walls))?))))
         } else {
             Ok(None)
         };
-        let file = io::agree(comm, file)?;
-        Ok(Self { file, comm: comm.duplicate(), path: path.clone(), last: Instant::now(), seconds })
+        let files = io::agree(comm, files)?;
+        Ok(Self { files, comm: comm.duplicate(), dir: dir.to_path_buf(), last: Instant::now(), seconds })
     }
 
     /// True on every rank when rank 0's wall clock passed `seconds` since
@@ -682,44 +709,71 @@ impl Thermo {
         !parallel::all_ok(comm, !late)
     }
 
-    /// The moving walls: where they are and the contact force on them.
-    fn walls(&mut self, walls: &[crate::scene::Wall], time: f64, reactions: &[Reaction]) -> Result<(), RunError> {
-        let mut s = String::from("     walls:");
-        for (k, w) in walls.iter().enumerate().filter(|(_, w)| w.moves()) {
-            let f = reactions.iter().find(|r| r.body == WALL_ID_BASE + k as u64).map_or([0.0; 3], |r| r.force);
-            let p = w.position(time);
-            s += &format!(" [{k}] at ({:.6e}, {:.6e}, {:.6e}) force ({:.6e}, {:.6e}, {:.6e})", p.x, p.y, p.z, f[0], f[1], f[2]);
-        }
-        self.write(&s)
-    }
-
-    /// Collective (every rank calls it for each line).
-    fn write(&mut self, s: &str) -> Result<(), RunError> {
+    /// Collective: the thermo line of `row` (printed and in log.txt) and the
+    /// row in series.csv.
+    fn line(&mut self, row: &io::SeriesRow, bodies: u64, iters: u64, wall: f64, eta: f64) -> Result<(), RunError> {
+        self.last = Instant::now();
+        let io::SeriesRow { step, time, dt, kinetic_energy: ke, contacts, .. } = *row;
+        let s = format!(
+            "{step:>10} {time:>13.6e} {dt:>11.4e} {bodies:>9} {contacts:>9} {ke:>15.8e} {iters:>6} {wall:>10.2} {eta:>11.2}"
+        );
         log::info!("{s}");
-        let r = match &mut self.file {
-            Some(f) => writeln!(f, "{s}").and_then(|_| f.flush()).map_err(|e| IoError::fs(&self.path, "write the log", e)),
+        let r = match &mut self.files {
+            Some((log, csv)) => {
+                let w = |f: &mut std::fs::File, text: &str, name: &str| {
+                    writeln!(f, "{text}").and_then(|_| f.flush()).map_err(|e| IoError::fs(&self.dir.join(name), "write the log", e))
+                };
+                w(log, &s, "log.txt").and_then(|()| w(csv, &series_line(row), "series.csv"))
+            }
             None => Ok(()),
         };
         Ok(io::agree(&self.comm, r)?)
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn line(
-        &mut self,
-        step: u64,
-        time: f64,
-        dt: f64,
-        bodies: u64,
-        contacts: u64,
-        ke: f64,
-        iters: u64,
-        wall: f64,
-        eta: f64,
-    ) -> Result<(), RunError> {
-        self.last = Instant::now();
-        let s = format!(
-            "{step:>10} {time:>13.6e} {dt:>11.4e} {bodies:>9} {contacts:>9} {ke:>15.8e} {iters:>6} {wall:>10.2} {eta:>11.2}"
-        );
-        self.write(&s)
+/// series.csv's header: the columns of a [`io::SeriesRow`], wall by wall.
+fn series_header(n_walls: usize) -> String {
+    let mut h = String::from("step,time,dt,kinetic_energy,contacts");
+    for k in 0..n_walls {
+        for c in ["fx", "fy", "fz", "x", "y", "z"] {
+            h += &format!(",wall{k}_{c}");
+        }
     }
+    h
+}
+
+/// A row of series.csv (shortest exact decimal of each value).
+fn series_line(r: &io::SeriesRow) -> String {
+    let mut s = format!("{},{:e},{:e},{:e},{}", r.step, r.time, r.dt, r.kinetic_energy, r.contacts);
+    for (f, p) in r.wall_force.iter().zip(&r.wall_position) {
+        for v in f.iter().chain(p) {
+            s += &format!(",{v:e}");
+        }
+    }
+    s
+}
+
+/// Opens the table `path` to append rows under `header`: a new file, or
+/// with `restart`, the file's rows up to that step (a line whose first
+/// field is a step number) under one `header` (earlier headers, and the
+/// `walls:` lines of earlier versions, dropped), rewritten through a
+/// temporary file.
+fn continue_table(path: &Path, header: &str, restart: Option<u64>) -> std::io::Result<std::fs::File> {
+    let mut text = format!("{header}\n");
+    if let Some(after) = restart {
+        let old = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e),
+        };
+        let step = |l: &str| l.split(|c: char| c == ',' || c.is_whitespace()).find(|t| !t.is_empty())?.parse::<u64>().ok();
+        for l in old.lines().filter(|l| step(l).is_some_and(|s| s <= after)) {
+            text += l;
+            text.push('\n');
+        }
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)?;
+    std::fs::OpenOptions::new().append(true).open(path)
 }

@@ -357,3 +357,126 @@ fn render_makes_an_image_that_is_not_blank() {
     let n = std::fs::read_dir(&series).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "png")).count();
     assert_eq!(n, 6);
 }
+
+/// The cannonball pyramid of configs/cannonball-hooke.toml with 4 spheres
+/// along the base (compatible-cd, Hookean contacts), until it is at rest:
+/// its compatible forces differ from CD's.
+const PYRAMID: &str = r#"
+[simulation]
+solver = "compatible-cd"
+t_end = 0.1
+until_static = 1e-4
+dt = 1e-3
+gravity = [0.0, 0.0, -9.81]
+
+[[material]]
+name = "grain"
+density = 2000.0
+
+[[shape]]
+name = "ball"
+kind = "sphere"
+radius = 1.25e-3
+
+[[generate]]
+kind = "pyramid"
+shape = "ball"
+origin = [0.0, 0.0, 0.0]
+n = 4
+layer_gap = 6.25e-5
+fix_base = true
+
+[solver]
+method = "apgd"
+tolerance = 1e-8
+max_iterations = 20000
+
+[compatibility]
+law = "hooke"
+every = 5
+
+[output]
+dir = "OUTDIR"
+every = 5
+"#;
+
+/// (smallest, largest) positive value of contact column `name` in frame
+/// `k` of `out/frames.h5` (`k` < 0 from the end); None without any.
+fn positive_range(out: &Path, k: isize, name: &str) -> Option<(f64, f64)> {
+    let f = hdf5::File::open(out.join("frames.h5")).unwrap();
+    let g = f.group("frames").unwrap();
+    let mut names = g.member_names().unwrap();
+    names.sort();
+    let name_k = &names[k.rem_euclid(names.len() as isize) as usize];
+    let v: Vec<f64> = g.dataset(&format!("{name_k}/contacts/{name}")).unwrap().read_raw().unwrap();
+    let pos: Vec<f64> = v.into_iter().filter(|&x| x > 0.0).collect();
+    (!pos.is_empty()).then(|| (pos.iter().copied().fold(f64::INFINITY, f64::min), pos.iter().copied().fold(0.0, f64::max)))
+}
+
+/// scripts/render with `args` and a report; the report's one entry.
+fn render_report(out: &Path, dir: &Path, name: &str, args: &[&str]) -> Value {
+    let report = dir.join(format!("{name}.json"));
+    let o = Command::new(root().join("scripts/render"))
+        .arg(out)
+        .args(args)
+        .args(["--size", "400x300", "--output"])
+        .arg(dir.join(format!("{name}.png")))
+        .arg("--report")
+        .arg(&report)
+        .env_remove("DISPLAY")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "scripts/render {args:?} failed:\n{}\n{err}", String::from_utf8_lossy(&o.stdout));
+    assert!(!err.contains("WARN") && !err.contains("Warning"), "ParaView's warnings on the terminal:\n{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(v.as_array().map(|a| a.len()), Some(1), "{v}");
+    v[0].clone()
+}
+
+fn range_of(v: &Value) -> (f64, f64) {
+    (v["range"][0].as_f64().unwrap(), v["range"][1].as_f64().unwrap())
+}
+
+/// The picture of a compatible-cd run shows its compatible forces: the
+/// network's colours span the frame's force_compatible range (not CD's
+/// force_normal, which differs here) unless --field says otherwise; the
+/// time is written; a frame whose contacts carry no force has no colour
+/// bar, for the contacts or the bodies.
+#[test]
+fn render_colours_a_compatible_cd_network_by_force_compatible() {
+    let Some(_pv) = pvpython() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = common::run_config(2, dir.path(), "pyramid", PYRAMID);
+    let compat = positive_range(&out, -1, "force_compatible").expect("no compatible forces");
+    let cd = positive_range(&out, -1, "force_normal").expect("no CD forces");
+    assert!((compat.1 - cd.1).abs() > 0.05 * compat.1, "the two fields agree here ({compat:?}, {cd:?}): the test would not tell them apart");
+
+    let last = render_report(&out, dir.path(), "last", &["--frame", "-1"]);
+    assert_eq!(last["field"], "force_compatible");
+    let (lo, hi) = range_of(&last);
+    assert!(close(lo, compat.0, 1e-12) && close(hi, compat.1, 1e-12), "colours over [{lo:e}, {hi:e}], force_compatible over {compat:?}");
+    assert_eq!(last["bar"], true);
+    assert_eq!(last["body_bar"], "body contact force, magnitude [N]");
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let (t, step) = (s["time"].as_f64().unwrap(), s["steps"].as_u64().unwrap());
+    let label = last["label"].as_str().unwrap();
+    let suffix = format!(" s (step {step})");
+    let shown: f64 = label.strip_prefix("t = ").and_then(|l| l.strip_suffix(suffix.as_str())).and_then(|l| l.parse().ok()).unwrap_or(f64::NAN);
+    assert!(close(shown, t, 1e-5), "time label {label:?}, the frame is at t = {t}, step {step}");
+
+    // The same frame by its step, another field.
+    let chosen = render_report(&out, dir.path(), "cd", &["--step", &step.to_string(), "--field", "force_normal"]);
+    assert_eq!(chosen["label"], last["label"]);
+    assert_eq!(chosen["field"], "force_normal");
+    let (lo, hi) = range_of(&chosen);
+    assert!(close(lo, cd.0, 1e-12) && close(hi, cd.1, 1e-12), "colours over [{lo:e}, {hi:e}], force_normal over {cd:?}");
+
+    // Frame 0: contacts found, no force solved yet.
+    assert_eq!(positive_range(&out, 0, "force_compatible"), None);
+    let first = render_report(&out, dir.path(), "first", &["--frame", "0"]);
+    assert_eq!(first["bar"], false, "{first}");
+    // Nor for the bodies, whose contact force is zero everywhere.
+    assert_eq!(first["body_bar"], Value::Null, "{first}");
+    assert_eq!(first["label"], "t = 0 s (step 0)");
+}

@@ -2,19 +2,25 @@
 
 Spheres are drawn at their true size (Point Gaussian scaled by `radius`),
 polyhedra as their surfaces, walls as translucent quads, and the contact
-force network as tubes whose radius is proportional to `force_normal`
-(the largest force of the frame gets half the mean body radius). Bodies
-are coloured by --color: force (|contact_force|), velocity (|velocity|)
-or id; with force, the bodies are translucent so the network shows.
+force network as tubes whose radius is proportional to the normal force
+(--field: force_compatible when the run has it, else force_normal; the
+largest force of the frame gets half the mean body radius), coloured over
+the frame's range of it, with a colour bar when the frame has contacts
+that carry force. Bodies are coloured by --color: force
+(|contact_force|), velocity (|velocity|) or id, with a colour bar of
+their own; with force, the bodies are translucent so the network shows.
+The frame's time is written in a corner. ParaView's warnings go to
+OUT/render.log, not to the terminal.
 """
 import argparse
+import json
 import os
 import sys
 import xml.etree.ElementTree as ET
 
 from paraview.simple import (
     Calculator, CellDatatoPointData, ColorBy, ExtractBlock, ExtractSurface, GetActiveViewOrCreate, GetColorTransferFunction, GetScalarBar,
-    Hide, Render, SaveScreenshot, Show, Threshold, Tube, Xdmf3ReaderT, servermanager,
+    Hide, Render, SaveScreenshot, Show, Text, Threshold, Tube, Xdmf3ReaderT, servermanager,
 )
 
 
@@ -22,11 +28,58 @@ def parse():
     p = argparse.ArgumentParser(prog="scripts/render", description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output directory of a run (holds frames.xdmf)")
     p.add_argument("--frame", default="-1", help="frame index (0 = first, -1 = last) or 'all' (default -1)")
+    p.add_argument("--step", type=int, help="the frame of this step (as scripts/plot --frame), instead of --frame")
     p.add_argument("--color", choices=["force", "velocity", "id"], default="force")
     p.add_argument("--output", help="PNG file (default OUT/render.png; with all: OUT/render/frame_NNNN.png)")
     p.add_argument("--size", default="1200x900", help="image size WxH (default 1200x900)")
     p.add_argument("--view", default="1,-2,1", help="camera direction from the focal point, x,y,z (default 1,-2,1)")
+    p.add_argument("--field", help="contact column that sizes and colours the force network (default: force_compatible when present, else force_normal)")
+    p.add_argument("--report", help="write what each image shows (time, field, colour range, colour bars) to this JSON file")
     return p.parse_args()
+
+
+def quiet_warnings(log_path):
+    """ParaView's (VTK's) warnings into log_path instead of the terminal;
+    errors still reach it."""
+    try:
+        from vtkmodules.vtkCommonCore import vtkLogger
+    except ImportError:
+        return
+    vtkLogger.SetStderrVerbosity(vtkLogger.VERBOSITY_ERROR)
+    vtkLogger.LogToFile(log_path, vtkLogger.TRUNCATE, vtkLogger.VERBOSITY_WARNING)
+
+
+def frame_steps(xdmf):
+    """Each frame's step, from the names of the first grid's time steps
+    (`bodies_frames_000000100`)."""
+    grids = xdmf.getroot().find("Domain").findall("Grid")
+    if not grids:
+        return []
+    out = []
+    for g in grids[0].findall("Grid"):
+        try:
+            out.append(int(g.get("Name", "").rsplit("_", 1)[-1]))
+        except ValueError:
+            return []
+    return out
+
+
+def contact_columns(xdmf):
+    """The contact columns the index lists (cell attributes of the contacts grid)."""
+    for g in xdmf.getroot().find("Domain").findall("Grid"):
+        if g.get("Name") == "contacts":
+            return {a.get("Name") for a in g.iter("Attribute")}
+    return set()
+
+
+def place(bar, corner):
+    # ParaView 5.10+ names corners with spaces, older versions in CamelCase.
+    for name in (corner, corner.replace(" ", "")):
+        try:
+            bar.WindowLocation = name
+            return
+        except (ValueError, AttributeError):
+            continue
 
 
 def fail(msg):
@@ -49,10 +102,24 @@ def main():
     path = os.path.abspath(os.path.join(a.out, "frames.xdmf"))
     if not os.path.exists(path):
         fail(f"{path}: no such file (is {a.out} the output directory of a run?)")
-    names = [g.get("Name") for g in ET.parse(path).getroot().find("Domain").findall("Grid")]
+    quiet_warnings(os.path.join(os.path.dirname(path), "render.log"))
+    xdmf = ET.parse(path)
+    names = [g.get("Name") for g in xdmf.getroot().find("Domain").findall("Grid")]
+    columns = contact_columns(xdmf)
+    if a.field is None:
+        nfield = "force_compatible" if "force_compatible" in columns else "force_normal"
+    elif a.field in columns or not columns:
+        nfield = a.field
+    else:
+        fail(f"--field {a.field}: no such contact column in {path} (columns: {', '.join(sorted(columns))})")
+    steps = frame_steps(xdmf)
     reader = Xdmf3ReaderT(FileName=[path])
     times = list(reader.TimestepValues or [0.0])
-    if a.frame == "all":
+    if a.step is not None:
+        if a.step not in steps:
+            fail(f"--step {a.step}: no frame at that step (frames at steps {', '.join(map(str, steps[:20]))}{' ...' if len(steps) > 20 else ''})")
+        frames = [steps.index(a.step)]
+    elif a.frame == "all":
         frames = list(range(len(times)))
     else:
         try:
@@ -75,12 +142,23 @@ def main():
     grid = {n: _extract(reader, i) for i, n in enumerate(names)}
     field = {"force": "contact_force", "velocity": "velocity"}.get(a.color)
 
+    body_bar = {"force": "body contact force, magnitude [N]", "velocity": "body speed [m/s]", "id": "body id"}[a.color]
+    body_luts = []
+
     def colour(rep, source, array_id, location="POINTS"):
         if field is None:
             ColorBy(rep, (location, array_id))
         else:
             ColorBy(rep, ("POINTS", field, "Magnitude"))
         rep.RescaleTransferFunctionToDataRange(True, False)
+        # The legend of the bodies' colours, on the left.
+        lut = GetColorTransferFunction(field or array_id)
+        rep.SetScalarBarVisibility(view, True)
+        bar = GetScalarBar(lut, view)
+        bar.Title, bar.ComponentTitle = body_bar, ""
+        bar.TitleColor = bar.LabelColor = [0.0, 0.0, 0.0]
+        place(bar, "Lower Left Corner")
+        body_luts.append((rep, source, field or array_id))
 
     reps = {}
     if "bodies" in grid:
@@ -110,7 +188,7 @@ def main():
         r.Opacity = 0.25
     tubes = None
     if "contacts" in grid:
-        loaded = Threshold(Input=grid["contacts"], Scalars=["CELLS", "force_normal"])
+        loaded = Threshold(Input=grid["contacts"], Scalars=["CELLS", nfield])
         if "LowerThreshold" in loaded.ListProperties():
             loaded.LowerThreshold, loaded.UpperThreshold = 1e-300, 1e300
         else:
@@ -124,17 +202,23 @@ def main():
         tubes.Scalars = ["POINTS", "tube_radius"]
         tubes.VaryRadius = "By Absolute Scalar"
         tubes.NumberofSides = 12
-        t = Show(tubes, view)
-        ColorBy(t, ("POINTS", "force_normal"))
-        lut = GetColorTransferFunction("force_normal")
+        trep = Show(tubes, view)
+        ColorBy(trep, ("POINTS", nfield))
+        lut = GetColorTransferFunction(nfield)
         lut.ApplyPreset("Inferno (matplotlib)", True)
-        t.SetScalarBarVisibility(view, True)
         bar = GetScalarBar(lut, view)
-        bar.Title, bar.ComponentTitle = "force_normal", ""
+        bar.Title, bar.ComponentTitle = f"contact {nfield} [N]", ""
         bar.TitleColor = bar.LabelColor = [0.0, 0.0, 0.0]
+        place(bar, "Lower Right Corner")
     if a.color == "force":
         for r in reps.values():
             r.Opacity = 0.3
+    label = Text(Text="")
+    shown = Show(label, view)
+    shown.Color = [0.0, 0.0, 0.0]
+    shown.FontSize = 20
+    place(shown, "Upper Left Corner")
+    report = []
 
     for n, k in enumerate(frames):
         t = times[k]
@@ -143,7 +227,7 @@ def main():
             src.UpdatePipeline(t)
         if tubes is not None:
             # Radius ∝ force: the largest force of the frame gets half the mean body radius.
-            fmax = 0.0
+            fmin, fmax = float("inf"), 0.0
             data = servermanager.Fetch(grid["contacts"])
             arr = None
             it = data.NewIterator() if data.IsA("vtkCompositeDataSet") else None
@@ -156,12 +240,27 @@ def main():
             else:
                 blocks = [data]
             for b in blocks:
-                arr = b.GetCellData().GetArray("force_normal")
-                if arr is not None and arr.GetNumberOfTuples():
-                    fmax = max(fmax, arr.GetRange()[1])
+                arr = b.GetCellData().GetArray(nfield)
+                for i in range(arr.GetNumberOfTuples() if arr is not None else 0):
+                    f = arr.GetValue(i)
+                    if f > 0:
+                        fmin, fmax = min(fmin, f), max(fmax, f)
             rmean = mean_radius(grid)
-            radius.Function = f"force_normal*{0.5 * rmean / fmax if fmax > 0 else 0.0:.17g}"
-            lut.RescaleTransferFunction(0.0, fmax if fmax > 0 else 1.0)
+            radius.Function = f"{nfield}*{0.5 * rmean / fmax if fmax > 0 else 0.0:.17g}"
+            # The colours span the forces drawn; no bar for a frame without any.
+            if fmax > 0:
+                lut.RescaleTransferFunction(fmin, fmax if fmax > fmin else fmin * (1 + 1e-12))
+            trep.SetScalarBarVisibility(view, fmax > 0)
+        # The bodies' bar only when their colours vary (not for bodies
+        # without contact force, or all at rest).
+        body_shown = False
+        for r, src, name in body_luts:
+            r.RescaleTransferFunctionToDataRange(False, False)
+            arr = src.PointData.GetArray(name)
+            lo, hi = arr.GetRange(-1) if arr is not None else (0.0, 0.0)
+            r.SetScalarBarVisibility(view, hi > lo)
+            body_shown |= hi > lo
+        label.Text = f"t = {t:.6g} s" + (f" (step {steps[k]})" if len(steps) == len(times) else "")
         view.ResetCamera()
         cam = view.GetActiveCamera()
         fp = cam.GetFocalPoint()
@@ -170,7 +269,7 @@ def main():
         cam.SetPosition(*[fp[i] + dist * direction[i] / norm for i in range(3)])
         cam.SetViewUp(0.0, 0.0, 1.0)
         view.ResetCamera()
-        if a.frame == "all":
+        if a.frame == "all" and a.step is None:
             out = a.output or os.path.join(a.out, "render", "frame_%04d.png")
             out = out % n if "%" in out else os.path.join(out, f"frame_{n:04d}.png")
         else:
@@ -179,6 +278,14 @@ def main():
         Render(view)
         SaveScreenshot(out, view, ImageResolution=[w, h])
         print(out)
+        item = {"image": out, "time": t, "label": label.Text, "body_bar": body_bar if body_luts and body_shown else None}
+        if tubes is not None:
+            pts = list(lut.RGBPoints)
+            item.update(field=nfield, forces=[fmin, fmax] if fmax > 0 else None, range=[pts[0], pts[-4]], bar=bool(fmax > 0))
+        report.append(item)
+    if a.report:
+        with open(a.report, "w") as fh:
+            json.dump(report, fh, indent=1)
 
 
 def mean_radius(grid):

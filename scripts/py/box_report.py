@@ -28,24 +28,25 @@ WALL = 1 << 63
 
 def thermo(log):
     """(step, time, dt, contacts, kinetic energy, wall) of every thermo line.
-    A log continued by restarts holds one header line per run segment: the
-    wall time is summed over the segments, and the lines a restart repeats
-    (from its checkpoint on) replace the earlier ones."""
+    Each restart starts its wall time from zero (logs of earlier versions
+    also repeat the header): the wall time is summed over the segments, and
+    the lines a restart repeats (from its checkpoint on) replace the
+    earlier ones."""
     rows, offset, last = [], 0.0, 0.0
     for line in Path(log).read_text().splitlines():
         f = line.split()
-        if f[:2] == ["step", "time"]:
-            offset, last = offset + last, 0.0
-            continue
         if len(f) == 9 and f[0].isdigit():
             try:
-                r = (int(f[0]), float(f[1]), float(f[2]), int(f[4]), float(f[5]), float(f[7]) + offset)
+                r = (int(f[0]), float(f[1]), float(f[2]), int(f[4]), float(f[5]), float(f[7]))
             except ValueError:
                 continue
+            if r[5] < last:  # a new segment: its wall clock restarted
+                offset, last = offset + last, 0.0
+            last = r[5]
+            r = r[:5] + (r[5] + offset,)
             while rows and rows[-1][1] >= r[1]:
                 rows.pop()
             rows.append(r)
-            last = float(f[7])
     return rows
 
 

@@ -2,13 +2,15 @@
 """Pictures of one stiffgrain run from OUT/frames.h5 (and OUT/summary.json,
 OUT/log.txt when present).
 
-usage: plot.py OUT [--frame STEP] [--out DIR] [--plane xz|yz|xy]
+usage: plot.py OUT [--frame STEP] [--out DIR] [--plane xz|yz|xy] [--field NAME]
 
+FIELD is the contact column taken as the normal force: by default
+force_compatible when the run has it (compatible-cd), else force_normal.
 Writes into DIR (default OUT/plots):
   force-network.png   contacts as segments between the two bodies' centres
                       (a wall contact ends at the contact point), width and
-                      colour proportional to force_normal, projected on PLANE
-  force-histogram.png distribution of force_normal / mean over contacts with f > 0
+                      colour proportional to FIELD, projected on PLANE
+  force-histogram.png distribution of FIELD / mean over contacts with f > 0
   floor-pressure.png  contact points under fixed bodies and walls on x-y,
                       coloured by the vertical force they carry
   energy-dt.png       kinetic energy and dt against time over all frames
@@ -32,18 +34,30 @@ WALL = 1 << 63
 AXES = {"x": 0, "y": 1, "z": 2}
 
 
-def read_frame(f, name):
+def read_frame(f, name, field=None):
+    """A frame's attributes, bodies and contacts; fr["field"] names the
+    normal-force column used (`field`, else force_compatible when present,
+    else force_normal)."""
     g = f["frames"][name]
     b, c = g["bodies"], g["contacts"]
     fr = {k: v for k, v in g.attrs.items()}
     fr["bodies"] = {k: b[k][()] for k in b.keys() if k in ("id", "shape", "fixed", "position", "velocity", "angular_velocity", "radius")}
-    fr["contacts"] = {k: c[k][()] for k in ("body_a", "body_b", "point", "normal", "gap", "force_normal", "force_tangent") if k in c}
+    fr["contacts"] = {k: c[k][()] for k in c.keys() if not k.startswith("line_")}
+    if field is None:
+        field = "force_compatible" if "force_compatible" in c else "force_normal"
+    elif field not in c:
+        raise KeyError(f"no contact column {field!r} in frame {name} (columns: {', '.join(sorted(fr['contacts']))})")
+    fr["field"] = field
     return fr
 
 
-def contact_force_vectors(c):
-    """Force on body b from body a: force_normal along the a->b normal plus the tangential force."""
-    fn = np.asarray(c["force_normal"], dtype=float)
+def normal_force(fr):
+    return np.asarray(fr["contacts"][fr["field"]], dtype=float).reshape(-1)
+
+
+def contact_force_vectors(c, field="force_normal"):
+    """Force on body b from body a: the normal force along the a->b normal plus the tangential force."""
+    fn = np.asarray(c[field], dtype=float).reshape(-1)
     n = np.asarray(c["normal"], dtype=float).reshape(-1, 3)
     ft = np.asarray(c.get("force_tangent", np.zeros((len(fn), 3))), dtype=float).reshape(-1, 3)
     return fn[:, None] * n + ft
@@ -76,7 +90,7 @@ def fixed_mask(fr, ids):
 def force_network(fr, plane, path, step):
     i, j = AXES[plane[0]], AXES[plane[1]]
     c = fr["contacts"]
-    fn = np.asarray(c["force_normal"], dtype=float)
+    fn = normal_force(fr)
     point = np.asarray(c["point"], dtype=float).reshape(-1, 3)
     pa, pb = centres(fr, c["body_a"]), centres(fr, c["body_b"])
     pa = np.where(np.isnan(pa), point, pa)  # wall (or unknown body): end at the contact point
@@ -84,7 +98,10 @@ def force_network(fr, plane, path, step):
     fig, ax = plt.subplots(figsize=(8, 6), dpi=100)
     pos = np.asarray(fr["bodies"]["position"], dtype=float).reshape(-1, 3)
     rad = np.asarray(fr["bodies"].get("radius", np.zeros(len(pos))), dtype=float)
-    ax.scatter(pos[:, i], pos[:, j], s=2, c="0.8", linewidths=0, zorder=1)
+    fixed = np.asarray(fr["bodies"]["fixed"]).astype(bool)
+    for sel, colour, label in ((~fixed, "0.75", "moving body (centre)"), (fixed, "0.3", "fixed body (centre)")):
+        if sel.any():
+            ax.scatter(pos[sel, i], pos[sel, j], s=4, c=colour, linewidths=0, zorder=1, label=label)
     fmax = float(np.max(np.abs(fn))) if len(fn) else 0.0
     if len(fn) and fmax > 0:
         segs = np.stack([pa[:, [i, j]], pb[:, [i, j]]], axis=1)
@@ -92,7 +109,7 @@ def force_network(fr, plane, path, step):
         lc = LineCollection(segs, linewidths=w, cmap="viridis", zorder=2)
         lc.set_array(fn)
         ax.add_collection(lc)
-        fig.colorbar(lc, ax=ax, label="force_normal [N]")
+        fig.colorbar(lc, ax=ax, label=f"{fr['field']} [N]")
         note = f"{len(fn)} contacts, max {fmax:.3g} N"
     else:
         note = f"{len(fn)} contacts, no contact force"
@@ -103,15 +120,17 @@ def force_network(fr, plane, path, step):
         ax.set_xlim(lo[i], hi[i] if hi[i] > lo[i] else lo[i] + 1)
         ax.set_ylim(lo[j], hi[j] if hi[j] > lo[j] else lo[j] + 1)
     ax.set_aspect("equal", adjustable="box")
-    ax.set_xlabel(plane[0])
-    ax.set_ylabel(plane[1])
+    if len(pos):
+        ax.legend(loc="upper right", fontsize=8, markerscale=3)
+    ax.set_xlabel(f"{plane[0]} [m]")
+    ax.set_ylabel(f"{plane[1]} [m]")
     ax.set_title(f"force network, step {step} (t = {fr.get('time', 0):.4g} s): {note}")
     fig.savefig(path)
     plt.close(fig)
 
 
 def force_histogram(fr, path, step):
-    fn = np.asarray(fr["contacts"]["force_normal"], dtype=float)
+    fn = normal_force(fr)
     pos = fn[fn > 0]
     fig, ax = plt.subplots(figsize=(7, 5), dpi=100)
     if len(pos):
@@ -119,11 +138,11 @@ def force_histogram(fr, path, step):
         ax.hist(r, bins=max(10, min(60, int(math.sqrt(len(r))) + 1)), density=True, color="tab:blue", alpha=0.8)
         if len(r) > 1 and r.max() > r.min():
             ax.set_yscale("log")
-        ax.set_title(f"contact forces, step {step}: {len(pos)} contacts with f > 0, mean {pos.mean():.3g} N")
+        ax.set_title(f"contact forces, step {step} (t = {fr.get('time', 0):.4g} s): {len(pos)} contacts with f > 0, mean {pos.mean():.3g} N")
     else:
-        ax.text(0.5, 0.5, f"no contact with force_normal > 0 ({len(fn)} contacts)", ha="center", va="center", transform=ax.transAxes)
-        ax.set_title(f"contact forces, step {step}")
-    ax.set_xlabel("force_normal / mean")
+        ax.text(0.5, 0.5, f"no contact with {fr['field']} > 0 ({len(fn)} contacts)", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(f"contact forces, step {step} (t = {fr.get('time', 0):.4g} s)")
+    ax.set_xlabel(f"{fr['field']} / mean")
     ax.set_ylabel("probability density")
     fig.savefig(path)
     plt.close(fig)
@@ -135,7 +154,7 @@ def floor_pressure(fr, summary, up, path, step):
     fa, fb = fixed_mask(fr, a), fixed_mask(fr, b)
     sel = fa ^ fb  # one side fixed (a fixed body or a wall), the other free
     point = np.asarray(c["point"], dtype=float).reshape(-1, 3)[sel]
-    fvec = contact_force_vectors(c)[sel]
+    fvec = contact_force_vectors(c, fr["field"])[sel]
     fz = np.abs(fvec[:, AXES[up]])
     h = [k for k in range(3) if k != AXES[up]]
     fig, ax = plt.subplots(figsize=(7, 6), dpi=100)
@@ -152,7 +171,7 @@ def floor_pressure(fr, summary, up, path, step):
         note += f"; summary.json reactions sum {up} = {total[AXES[up]]:.4g} N (final step)"
     ax.set_xlabel("xyz"[h[0]])
     ax.set_ylabel("xyz"[h[1]])
-    ax.set_title(f"floor pressure, step {step}\n{note}", fontsize=9)
+    ax.set_title(f"floor pressure, step {step} (t = {fr.get('time', 0):.4g} s)\n{note}", fontsize=9)
     fig.savefig(path)
     plt.close(fig)
 
@@ -201,7 +220,12 @@ def energy_dt(f, out, path):
         ke.append(float(e[~fixed].sum()))
     log = read_log(out)
     fig, (a1, a2) = plt.subplots(2, 1, sharex=True, figsize=(7, 6), dpi=100)
-    a1.plot(t, ke, "o-", ms=3, label="frames.h5 (spheres of the first material's density)")
+    if "series" in f and len(f["series/time"]):
+        # The run's own kinetic energy at every frame (any shape, any material).
+        ke = f["series/kinetic_energy"][()]
+        a1.plot(f["series/time"][()], ke, "o-", ms=3, label="frames.h5 /series")
+    else:
+        a1.plot(t, ke, "o-", ms=3, label="frames.h5 (spheres of the first material's density)")
     if len(log):
         a1.plot(log[:, 0], log[:, 2], "x", ms=4, label="log.txt (solver)")
     if np.all(np.asarray(ke) > 0) and (len(log) == 0 or np.all(log[:, 2] > 0)):
@@ -225,6 +249,7 @@ def main(argv):
     p.add_argument("--out", dest="dest", help="directory for the PNGs (default OUT/plots)")
     p.add_argument("--plane", default="xz", choices=["xz", "yz", "xy", "zx", "zy", "yx"], help="projection of the force network")
     p.add_argument("--up", default="z", choices=["x", "y", "z"], help="vertical axis for the floor map")
+    p.add_argument("--field", help="contact column taken as the normal force (default: force_compatible when present, else force_normal)")
     a = p.parse_args(argv)
     out = a.out
     h5 = out if out.endswith(".h5") else os.path.join(out, "frames.h5")
@@ -250,7 +275,11 @@ def main(argv):
             if name not in f["frames"]:
                 print(f"plot: {h5}: no frame at step {a.frame} (frames: {', '.join(str(int(n)) for n in names[:20])}{' ...' if len(names) > 20 else ''})", file=sys.stderr)
                 return 2
-        fr = read_frame(f, name)
+        try:
+            fr = read_frame(f, name, a.field)
+        except KeyError as e:
+            print(f"plot: {h5}: {e.args[0]}", file=sys.stderr)
+            return 2
         step = int(name)
         paths = [os.path.join(dest, n) for n in ("force-network.png", "force-histogram.png", "floor-pressure.png", "energy-dt.png")]
         force_network(fr, a.plane, paths[0], step)

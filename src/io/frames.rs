@@ -41,7 +41,13 @@
 //!            wall; (+) line_cells Nc×2 u64: the two rows of each line
 //!  walls/    (+) the walls still acting at the frame's time, as quads over
 //!            the scene's domain box: vertices 4W×3, quads W×4 u64, index W
+//! /series    (+) a row per frame, written with it ([`SeriesRow`]): step,
+//!            time, dt, kinetic_energy, contacts (n), wall_force and
+//!            wall_position (n×W×3, W = the scene's walls, none without);
+//!            wall_id W, wall_normal W×3; chunked, grown a row at a time
 //! ```
+//!
+//! Every dataset carries a `units` attribute ([`unit_of`]).
 use super::h5raw::{copy_object, reserve, write_rows_collective};
 use super::redistribute::{redistribute_sorted, FlatRecords};
 use super::table::{ColumnData, ContactTable};
@@ -191,6 +197,9 @@ impl FrameWriter {
             Ok(frames)
         })();
         w.frames = agree(&w.comm, r)?;
+        // Rows past the checkpoint are written again by the resumed run.
+        let r = truncate_series(&file, after_step, &w.walls, w.comm.rank() == 0).ctx(&w.path, "cutting /series back to the checkpoint");
+        agree(&w.comm, r)?;
         w.close_file(file)?;
         let r = w.update_xdmf();
         agree(&w.comm, r)?;
@@ -244,8 +253,19 @@ impl FrameWriter {
         scalar_attr(&meta, "n_ranks", &(self.comm.size() as u32)).ctx(p, "writing /meta n_ranks")?;
         str_attr(&meta, "config", &scene.config_text).ctx(p, "writing /meta config")?;
         str_attr(&meta, "run_id", &scene.run_id).ctx(p, "writing /meta run_id")?;
+        str_attr(&meta, "units", "SI: m, s, kg, N, J, rad; each dataset's units attribute names its unit").ctx(p, "writing /meta units")?;
         write_shapes(&self.comm, file, &scene.shapes, &scene.shape_names).ctx(p, "writing /shapes")?;
+        // write_shapes is shared with checkpoints; the units are the frames'.
+        for (k, s) in scene.shapes.iter().enumerate() {
+            if matches!(s, Shape::Mesh(_)) {
+                let g = file.group(&format!("shapes/{k}")).ctx(p, "opening a shape")?;
+                for name in ["vertices", "triangles"] {
+                    g.dataset(name).and_then(|d| str_attr(&d, "units", unit_of(name))).ctx(p, "writing a shape's units")?;
+                }
+            }
+        }
         file.create_group("frames").ctx(p, "creating /frames")?;
+        create_series(file, &self.walls, self.comm.rank() == 0).ctx(p, "creating /series")?;
         Ok(())
     }
 
@@ -261,7 +281,30 @@ impl FrameWriter {
         n_owned: usize,
         contacts: ContactTable,
     ) -> Result<(), IoError> {
+        self.write_frame_and_series(step, time, dt, bodies, n_owned, contacts, None)
+    }
+
+    /// Collective: [`FrameWriter::write_frame`], and `row` appended to
+    /// `/series` in the same write (a row per frame; only rank 0's is
+    /// written, the others' may be empty).
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_frame_and_series(
+        &mut self,
+        step: u64,
+        time: f64,
+        dt: f64,
+        bodies: &Bodies,
+        n_owned: usize,
+        contacts: ContactTable,
+        row: Option<&SeriesRow>,
+    ) -> Result<(), IoError> {
         let r = self.check_input(bodies, n_owned);
+        let r = r.and_then(|()| match row {
+            Some(row) if self.comm.rank() == 0 && (row.wall_force.len() != self.walls.len() || row.wall_position.len() != self.walls.len()) => {
+                Err(IoError::Invalid { path: self.path.clone(), what: format!("a series row for {} walls, the scene has {}", row.wall_force.len(), self.walls.len()) })
+            }
+            _ => Ok(()),
+        });
         agree(&self.comm, r)?;
 
         // Bodies: key id; u = [id, shape, fixed]; f = pos, quat (w,x,y,z), v, w.
@@ -312,7 +355,7 @@ impl FrameWriter {
         let quads = frame_view::wall_quads(&self.walls, lo, hi, time);
         let walls: Vec<&WallQuad> = quads.iter().filter(|w| frame_view::wall_shown(w.until, time, dt)).collect();
         let file = self.open_file("reopening the file for the next frame (MPI-IO)")?;
-        let bytes = frame_bytes(b.total, (v_tot, t_tot), &c.0, c.2, walls.len() as u64);
+        let bytes = frame_bytes(b.total, (v_tot, t_tot), &c.0, c.2, walls.len() as u64, self.walls.len() as u64);
         let r = if self.comm.rank() == 0 { self.reserve(bytes, step) } else { Ok(()) };
         agree(&self.comm, r)?;
         {
@@ -323,6 +366,9 @@ impl FrameWriter {
             let g = self.write_frame_group(&file, &st, step, time, dt, &b, &c, (&mv, &mt, &mb), (v_off, v_tot, t_off, t_tot))?;
             let root = self.comm.rank() == 0;
             write_view(&g, &st, &lines, &view, &walls, (v_off, v_tot), (c.1, c.2), b.offset, b.total, root)?;
+            if let Some(row) = row {
+                append_series(&file, &st, row, self.walls.len(), root)?;
+            }
             // Written last: a frame without it is torn (FrameWriter::append).
             st.ok(scalar_attr(&g, "complete", &1u8))?;
         }
@@ -412,29 +458,29 @@ impl FrameWriter {
         let bg = st.ok(g.create_group("bodies"))?;
         let col = |k: usize| -> Vec<u64> { (0..n).map(|i| rb.u_row(i)[k]).collect() };
         let fcols = |a: usize, m: usize| -> Vec<f64> { (0..n).flat_map(|i| rb.f_row(i)[a..a + m].to_vec()).collect() };
-        st.ok(put(&bg, "id", tot, 1, off, &col(0)))?;
-        st.ok(put(&bg, "shape", tot, 1, off, &col(1).iter().map(|&s| s as u32).collect::<Vec<_>>()))?;
-        st.ok(put(&bg, "fixed", tot, 1, off, &col(2).iter().map(|&s| s as u8).collect::<Vec<_>>()))?;
-        st.ok(put(&bg, "position", tot, 3, off, &fcols(0, 3)))?;
-        st.ok(put(&bg, "orientation", tot, 4, off, &fcols(3, 4)))?;
-        st.ok(put(&bg, "velocity", tot, 3, off, &fcols(7, 3)))?;
-        st.ok(put(&bg, "angular_velocity", tot, 3, off, &fcols(10, 3)))?;
+        st.ok(put_unit(&bg, "id", tot, 1, off, &col(0)))?;
+        st.ok(put_unit(&bg, "shape", tot, 1, off, &col(1).iter().map(|&s| s as u32).collect::<Vec<_>>()))?;
+        st.ok(put_unit(&bg, "fixed", tot, 1, off, &col(2).iter().map(|&s| s as u8).collect::<Vec<_>>()))?;
+        st.ok(put_unit(&bg, "position", tot, 3, off, &fcols(0, 3)))?;
+        st.ok(put_unit(&bg, "orientation", tot, 4, off, &fcols(3, 4)))?;
+        st.ok(put_unit(&bg, "velocity", tot, 3, off, &fcols(7, 3)))?;
+        st.ok(put_unit(&bg, "angular_velocity", tot, 3, off, &fcols(10, 3)))?;
         let radius: Vec<f64> = col(1).iter().map(|&s| self.shapes[s as usize].bounding_radius()).collect();
-        st.ok(put(&bg, "radius", tot, 1, off, &radius))?;
+        st.ok(put_unit(&bg, "radius", tot, 1, off, &radius))?;
         if self.has_meshes {
             let (v_off, v_tot, t_off, t_tot) = moff;
-            st.ok(put(&bg, "mesh_vertices", v_tot, 3, v_off, mesh.0))?;
-            st.ok(put(&bg, "mesh_triangles", t_tot, 3, t_off, mesh.1))?;
-            st.ok(put(&bg, "mesh_body", v_tot, 1, v_off, mesh.2))?;
+            st.ok(put_unit(&bg, "mesh_vertices", v_tot, 3, v_off, mesh.0))?;
+            st.ok(put_unit(&bg, "mesh_triangles", t_tot, 3, t_off, mesh.1))?;
+            st.ok(put_unit(&bg, "mesh_body", v_tot, 1, v_off, mesh.2))?;
         }
 
         let (table, off, tot) = c;
         let cg = st.ok(g.create_group("contacts"))?;
         for col in &table.columns {
             st.ok(match &col.data {
-                ColumnData::U64(v) => put(&cg, &col.name, *tot, col.width, *off, v),
-                ColumnData::U32(v) => put(&cg, &col.name, *tot, col.width, *off, v),
-                ColumnData::F64(v) => put(&cg, &col.name, *tot, col.width, *off, v),
+                ColumnData::U64(v) => put_unit(&cg, &col.name, *tot, col.width, *off, v),
+                ColumnData::U32(v) => put_unit(&cg, &col.name, *tot, col.width, *off, v),
+                ColumnData::F64(v) => put_unit(&cg, &col.name, *tot, col.width, *off, v),
             })?;
         }
         Ok(g)
@@ -549,15 +595,15 @@ fn write_view(
 ) -> Result<(), IoError> {
     let bg = st.ok(g.group("bodies"))?;
     let cf: Vec<f64> = view.contact_force.iter().flat_map(|f| [f.x, f.y, f.z]).collect();
-    st.ok(put(&bg, "contact_force", b_tot, 3, b_off, &cf))?;
+    st.ok(put_unit(&bg, "contact_force", b_tot, 3, b_off, &cf))?;
     if bg.link_exists("mesh_vertices") {
-        st.ok(put(&bg, "mesh_velocity", v_tot, 3, v_off, &view.mesh_velocity))?;
-        st.ok(put(&bg, "mesh_contact_force", v_tot, 3, v_off, &view.mesh_force))?;
+        st.ok(put_unit(&bg, "mesh_velocity", v_tot, 3, v_off, &view.mesh_velocity))?;
+        st.ok(put_unit(&bg, "mesh_contact_force", v_tot, 3, v_off, &view.mesh_force))?;
     }
     let cg = st.ok(g.group("contacts"))?;
-    st.ok(put(&cg, "line_points", 2 * c_tot, 3, 2 * c_off, lines))?;
+    st.ok(put_unit(&cg, "line_points", 2 * c_tot, 3, 2 * c_off, lines))?;
     let cells: Vec<u64> = (0..lines.len() as u64 / 6).flat_map(|k| [2 * (c_off + k), 2 * (c_off + k) + 1]).collect();
-    st.ok(put(&cg, "line_cells", c_tot, 2, c_off, &cells))?;
+    st.ok(put_unit(&cg, "line_cells", c_tot, 2, c_off, &cells))?;
     // Walls: a few quads, written by rank 0 (the others select nothing).
     let wg = st.ok(g.create_group("walls"))?;
     let nw = walls.len() as u64;
@@ -565,9 +611,9 @@ fn write_view(
     let verts = pick(walls.iter().flat_map(|w| w.corners.iter().flat_map(|c| [c.x, c.y, c.z])).collect());
     let quads: Vec<u64> = if root { (0..4 * nw).collect() } else { Vec::new() };
     let index: Vec<u64> = if root { walls.iter().map(|w| w.index).collect() } else { Vec::new() };
-    st.ok(put(&wg, "vertices", 4 * nw, 3, 0, &verts))?;
-    st.ok(put(&wg, "quads", nw, 4, 0, &quads))?;
-    st.ok(put(&wg, "index", nw, 1, 0, &index))
+    st.ok(put_unit(&wg, "vertices", 4 * nw, 3, 0, &verts))?;
+    st.ok(put_unit(&wg, "quads", nw, 4, 0, &quads))?;
+    st.ok(put_unit(&wg, "index", nw, 1, 0, &index))
 }
 
 /// Agrees across ranks on each collective step of writing a frame.
@@ -585,7 +631,7 @@ impl Steps<'_> {
 
 /// Bytes a frame adds to the file: its data, exactly, plus a generous
 /// allowance for the HDF5 headers of its groups and datasets.
-fn frame_bytes(n_bodies: u64, (n_vertices, n_triangles): (u64, u64), contacts: &ContactTable, n_contacts: u64, n_walls: u64) -> u64 {
+fn frame_bytes(n_bodies: u64, (n_vertices, n_triangles): (u64, u64), contacts: &ContactTable, n_contacts: u64, n_walls: u64, n_series_walls: u64) -> u64 {
     // id, shape, fixed, position, orientation, velocity, angular_velocity,
     // radius, contact_force.
     let bodies = n_bodies * (8 + 4 + 1 + 24 + 32 + 24 + 24 + 8 + 24);
@@ -605,7 +651,9 @@ fn frame_bytes(n_bodies: u64, (n_vertices, n_triangles): (u64, u64), contacts: &
     // The columns, line_points (two rows of 3), line_cells (2 u64).
     let contacts_bytes = n_contacts * (width + 48 + 16);
     let walls = n_walls * (96 + 32 + 8);
-    let headers = (24 + contacts.columns.len() as u64) * 2048 + 16384;
+    // A new chunk of each series dataset every SERIES_CHUNK rows.
+    let series = SERIES_CHUNK as u64 * (5 * 8 + n_series_walls * 48);
+    let headers = (24 + contacts.columns.len() as u64) * 2048 + 16384 + series;
     let data = bodies + meshes + contacts_bytes + walls;
     data + data / 8 + headers
 }
@@ -616,6 +664,29 @@ pub(crate) fn scan<C: Communicator>(comm: &C, n: u64) -> (u64, u64) {
     comm.all_gather_into(&n, &mut all[..]);
     let r = comm.rank() as usize;
     (all[..r].iter().sum(), all.iter().sum())
+}
+
+/// SI unit of a frames.h5 dataset, by its name: the `units` attribute every
+/// dataset of the file carries ("1": dimensionless, also ids, indices,
+/// flags and unit vectors). A new output field with a unit needs its name
+/// here (force fields are found by their name: `force_*`, `*_force`).
+pub fn unit_of(name: &str) -> &'static str {
+    match name {
+        "position" | "radius" | "mesh_vertices" | "point" | "gap" | "line_points" | "vertices" | "wall_position" => "m",
+        "velocity" | "mesh_velocity" => "m/s",
+        "angular_velocity" => "rad/s",
+        "time" | "dt" => "s",
+        "kinetic_energy" => "J",
+        n if n.starts_with("force_") || n.ends_with("_force") => "N",
+        _ => "1",
+    }
+}
+
+/// [`put`], then the dataset's `units` attribute ([`unit_of`]).
+fn put_unit<T: H5Type>(g: &hdf5::Group, name: &str, total: u64, cols: usize, offset: u64, data: &[T]) -> hdf5::Result<()> {
+    put(g, name, total, cols, offset, data)?;
+    let ds = g.dataset(name)?;
+    str_attr(&ds, "units", unit_of(name))
 }
 
 /// Collective: creates dataset `name` of `total` rows (1-D if `cols == 1`,
@@ -667,6 +738,126 @@ pub(crate) fn write_shapes<C: Communicator>(comm: &C, file: &hdf5::File, shapes:
         }
     }
     Ok(())
+}
+
+/// One row of the run's time series: `/series` in frames.h5 (a row per
+/// frame) and series.csv (a row per thermo line).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SeriesRow {
+    pub step: u64,
+    /// s
+    pub time: f64,
+    /// The step's Δt, s.
+    pub dt: f64,
+    /// J
+    pub kinetic_energy: f64,
+    pub contacts: u64,
+    /// Per wall of the scene, in `[[wall]]` order: the contact force the
+    /// bodies exert on it (its reaction, as in summary.json), N.
+    pub wall_force: Vec<[f64; 3]>,
+    /// Per wall: its point at `time` (moving walls move), m.
+    pub wall_position: Vec<[f64; 3]>,
+}
+
+/// Rows per chunk of the `/series` datasets.
+const SERIES_CHUNK: usize = 64;
+
+/// The growing datasets of `/series`: name, and values per row for `w` walls.
+fn series_columns(w: usize) -> Vec<(&'static str, usize)> {
+    let mut v = vec![("step", 1), ("time", 1), ("dt", 1), ("kinetic_energy", 1), ("contacts", 1)];
+    if w > 0 {
+        v.extend([("wall_force", 3 * w), ("wall_position", 3 * w)]);
+    }
+    v
+}
+
+/// Collective: creates `/series` with no rows, and the walls' ids and
+/// normals (written by rank 0).
+fn create_series(file: &hdf5::File, walls: &[crate::scene::Wall], root: bool) -> hdf5::Result<()> {
+    use hdf5::Extent;
+    let g = file.create_group("series")?;
+    let w = walls.len();
+    for (name, _) in series_columns(w) {
+        let ds = if name.starts_with("wall_") {
+            g.new_dataset::<f64>().chunk((SERIES_CHUNK, w, 3)).shape([Extent::resizable(0), Extent::fixed(w), Extent::fixed(3)]).create(name)?
+        } else if matches!(name, "step" | "contacts") {
+            g.new_dataset::<u64>().chunk(SERIES_CHUNK).shape([Extent::resizable(0)]).create(name)?
+        } else {
+            g.new_dataset::<f64>().chunk(SERIES_CHUNK).shape([Extent::resizable(0)]).create(name)?
+        };
+        str_attr(&ds, "units", unit_of(name))?;
+    }
+    if w > 0 {
+        let ids: Vec<u64> = if root { (0..w as u64).map(|k| WALL_ID_BASE + k).collect() } else { Vec::new() };
+        let normals: Vec<f64> = if root { walls.iter().flat_map(|w| [w.normal.x, w.normal.y, w.normal.z]).collect() } else { Vec::new() };
+        put_unit(&g, "wall_id", w as u64, 1, 0, &ids)?;
+        put_unit(&g, "wall_normal", w as u64, 3, 0, &normals)?;
+    }
+    Ok(())
+}
+
+/// Collective: appends `row` (rank 0's) to every dataset of `/series`.
+fn append_series(file: &hdf5::File, st: &Steps, row: &SeriesRow, w: usize, root: bool) -> Result<(), IoError> {
+    let g = st.ok(file.group("series"))?;
+    let flat = |v: &[[f64; 3]]| -> Vec<f64> { v.iter().flatten().copied().collect() };
+    for (name, cols) in series_columns(w) {
+        let ds = st.ok(g.dataset(name))?;
+        let mut shape = ds.shape();
+        let n = shape[0];
+        shape[0] = n + 1;
+        st.ok(ds.resize(shape))?;
+        let r = match name {
+            "step" | "contacts" => {
+                let v = [if name == "step" { row.step } else { row.contacts }];
+                write_rows_collective(&ds, n as u64, if root { &v[..] } else { &[] }, cols)
+            }
+            _ => {
+                let v = match name {
+                    "time" => vec![row.time],
+                    "dt" => vec![row.dt],
+                    "kinetic_energy" => vec![row.kinetic_energy],
+                    "wall_force" => flat(&row.wall_force),
+                    _ => flat(&row.wall_position),
+                };
+                write_rows_collective(&ds, n as u64, if root { &v[..] } else { &[] }, cols)
+            }
+        };
+        st.ok(r)?;
+    }
+    Ok(())
+}
+
+/// Collective: cuts `/series` back to its rows up to `after_step` (the
+/// leading rows in increasing step order), or creates it (a file of an
+/// earlier version has none).
+fn truncate_series(file: &hdf5::File, after_step: u64, walls: &[crate::scene::Wall], root: bool) -> hdf5::Result<()> {
+    if !file.link_exists("series") {
+        return create_series(file, walls, root);
+    }
+    let g = file.group("series")?;
+    let steps: Vec<u64> = g.dataset("step")?.read_raw()?;
+    let keep = steps.iter().enumerate().take_while(|&(i, &s)| s <= after_step && (i == 0 || s > steps[i - 1])).count();
+    for (name, _) in series_columns(walls.len()) {
+        let ds = g.dataset(name)?;
+        let mut shape = ds.shape();
+        if shape[0] != keep {
+            shape[0] = keep;
+            ds.resize(shape)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether every dataset of `/series` in `file` reads.
+fn series_readable(file: &hdf5::File) -> bool {
+    let Ok(g) = file.group("series") else { return false };
+    let Ok(names) = g.member_names() else { return false };
+    names.iter().all(|n| {
+        g.dataset(n).is_ok_and(|d| match d.dtype().and_then(|t| t.to_descriptor()) {
+            Ok(hdf5::types::TypeDescriptor::Float(_)) => d.read_raw::<f64>().is_ok(),
+            _ => d.read_raw::<u64>().is_ok(),
+        })
+    })
 }
 
 /// What the XDMF index needs about a frame group already in the file (a
@@ -801,6 +992,12 @@ fn copy_complete(from: &Path, to: &Path, after_step: u64) -> Result<(Vec<String>
                 copy_object(&src, &dst, &format!("frames/{name}")).ctx(to, &format!("copying frame {name}"))?;
                 kept.push(name.clone());
             }
+        }
+        // The series is kept when every dataset of it reads; reopen cuts it
+        // back to the checkpoint's step (a new one is started otherwise).
+        if series_readable(&src) {
+            let _ = dst.unlink("series");
+            let _ = copy_object(&src, &dst, "series");
         }
         dst.close().ctx(to, "closing")?;
         Ok((kept, names.len()))

@@ -31,16 +31,18 @@ fn check(v: i64, what: &str) -> hdf5::Result<()> {
 }
 
 /// Collective: writes `data` (row-major, `data.len() / cols` rows of `cols`
-/// values; `cols = 1` for 1-D datasets) at row `offset` of the 1-D or 2-D
-/// dataset `ds`. Every rank of the file's communicator must call this for the
-/// same dataset, in the same order, even with no rows.
+/// values; `cols = 1` for 1-D datasets) at row `offset` of the dataset `ds`,
+/// whose row is everything past its first dimension (`cols` values: 3 for
+/// N×3, W·3 for the n×W×3 wall series). Every rank of the file's
+/// communicator must call this for the same dataset, in the same order,
+/// even with no rows.
 pub(crate) fn write_rows_collective<T: H5Type>(ds: &hdf5::Dataset, offset: u64, data: &[T], cols: usize) -> hdf5::Result<()> {
     let shape = ds.shape();
     let ndim = shape.len();
-    if !(ndim == 1 || ndim == 2) {
-        return Err(hdf5::Error::from(format!("write_rows_collective: dataset has {ndim} dimensions")));
+    if ndim == 0 {
+        return Err(hdf5::Error::from("write_rows_collective: a scalar dataset"));
     }
-    let file_cols = if ndim == 2 { shape[1] } else { 1 };
+    let file_cols: usize = shape[1..].iter().product();
     if file_cols != cols || data.len() % cols.max(1) != 0 {
         return Err(hdf5::Error::from(format!(
             "write_rows_collective: {} values in rows of {cols} for a dataset of shape {shape:?}",
@@ -66,14 +68,15 @@ pub(crate) fn write_rows_collective<T: H5Type>(ds: &hdf5::Dataset, offset: u64, 
         unsafe {
             let fspace = Handle(hdf5_sys::h5d::H5Dget_space(ds.id()), H5Sclose);
             check(fspace.0, "H5Dget_space")?;
-            let mdims: [hsize_t; 2] = [rows as hsize_t, cols as hsize_t];
+            let mdims: Vec<hsize_t> = std::iter::once(rows).chain(shape[1..].iter().copied()).map(|d| d as hsize_t).collect();
             let mspace = Handle(H5Screate_simple(ndim as i32, mdims.as_ptr(), std::ptr::null()), H5Sclose);
             check(mspace.0, "H5Screate_simple")?;
             if rows == 0 {
                 check(H5Sselect_none(fspace.0) as i64, "H5Sselect_none")?;
                 check(H5Sselect_none(mspace.0) as i64, "H5Sselect_none")?;
             } else {
-                let start: [hsize_t; 2] = [offset as hsize_t, 0];
+                let mut start: Vec<hsize_t> = vec![0; ndim];
+                start[0] = offset as hsize_t;
                 check(
                     H5Sselect_hyperslab(
                         fspace.0,

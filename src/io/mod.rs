@@ -21,7 +21,7 @@ pub use checkpoint::{
     checkpoint_path, list_checkpoints, prune_checkpoints, read_checkpoint, write_checkpoint, Checkpoint, SolverState,
     WorldState, FORMAT_VERSION,
 };
-pub use frames::FrameWriter;
+pub use frames::{FrameWriter, SeriesRow};
 pub use table::{Column, ColumnData, ContactField, ContactTable};
 pub use redistribute::{redistribute_sorted, FlatRecords, Redistributed};
 

@@ -1,0 +1,249 @@
+//! scripts/py/stiffgrain_reader.py on a real run (1 and 2 ranks, and a
+//! restart): frames by step and time, the time series equal to
+//! summary.json's reactions at the end, series.csv and log.txt with one
+//! header and no repeated rows after a restart, and the derived measures on
+//! a pack whose numbers the statics dictates; then scripts/py/tutorial.py.
+//! And scripts/plot drawing force_compatible when a frame has it.
+//!
+//! Needs the project venv (`scripts/setup`). Without it the test reports
+//! itself skipped (`common::skip`) and returns, unless `CI` or
+//! `STIFFGRAIN_REQUIRE_PYTHON` is set, where it fails.
+mod common;
+
+use serde_json::Value;
+use std::f64::consts::PI;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const R: f64 = 0.01;
+const RHO: f64 = 1000.0;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The venv interpreter with `modules`, or None (after saying why).
+fn venv_python(modules: &str) -> Option<PathBuf> {
+    let py = root().join(".venv/bin/python");
+    let ok = py.exists() && Command::new(&py).args(["-c", &format!("import {modules}")]).output().is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(py);
+    }
+    let msg = format!("{} with {modules} is not available: run scripts/setup", py.display());
+    if std::env::var_os("CI").is_some() || std::env::var_os("STIFFGRAIN_REQUIRE_PYTHON").is_some() {
+        panic!("{msg}");
+    }
+    common::skip(&msg);
+    None
+}
+
+/// 18 spheres (3×3×2 lattice, 0.1 mm apart) in a box of four fixed side
+/// walls touching them, on a floor 0.5 mm below rising at 5 cm/s from
+/// t = 0: the pack lands on it and rides up; every step a frame.
+fn scene(extra: &str) -> String {
+    format!(
+        r#"
+[simulation]
+solver = "cd"
+t_end = 0.03
+dt = 1e-3
+gravity = [0.0, 0.0, -9.81]
+
+[[material]]
+name = "m"
+density = {RHO}
+
+[[shape]]
+name = "s"
+kind = "sphere"
+radius = {R}
+
+[[generate]]
+kind = "lattice"
+shape = "s"
+origin = [{R}, {R}, {R}]
+count = [3, 3, 2]
+gap = 1e-4
+
+[[wall]]
+point = [0.0, 0.0, -5e-4]
+normal = [0.0, 0.0, 1.0]
+velocity = [0.0, 0.0, 0.05]
+
+[[wall]]
+point = [0.0, 0.0, 0.0]
+normal = [1.0, 0.0, 0.0]
+
+[[wall]]
+point = [0.0, 0.0, 0.0]
+normal = [0.0, 1.0, 0.0]
+
+[[wall]]
+point = [0.0602, 0.0602, 0.0]
+normal = [-1.0, 0.0, 0.0]
+
+[[wall]]
+point = [0.0602, 0.0602, 0.0]
+normal = [0.0, -1.0, 0.0]
+
+[solver]
+tolerance = 1e-12
+max_iterations = 100000
+
+[output]
+dir = "OUTDIR"
+every = 1
+thermo_every = 10
+{extra}
+"#
+    )
+}
+
+fn read(py: &Path, out: &Path) -> Value {
+    let o = Command::new(py).arg(root().join("tests/py/reader_check.py")).arg(out).output().unwrap();
+    assert!(o.status.success(), "reader_check.py {}:\n{}", out.display(), String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array().unwrap().iter().flat_map(|x| x.as_array().cloned().unwrap_or_else(|| vec![x.clone()])).map(|x| x.as_f64().unwrap()).collect()
+}
+
+fn ints(v: &Value) -> Vec<u64> {
+    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
+}
+
+/// The reactions of summary.json as one row per wall (zero for a wall
+/// without contacts).
+fn summary_walls(out: &Path, walls: &[u64]) -> Vec<f64> {
+    let r = common::reactions(out);
+    walls.iter().flat_map(|w| r.iter().find(|(id, _)| id == w).map_or([0.0; 3], |(_, f)| *f)).collect()
+}
+
+fn check_run(v: &Value, out: &Path, np: usize) {
+    let m = RHO * 4.0 / 3.0 * PI * R.powi(3);
+    let weight = 18.0 * m * 9.81;
+    let all: Vec<u64> = (0..=30).collect();
+    assert_eq!(ints(&v["steps"]), all, "np {np}: frames");
+    assert_eq!(ints(&v["series_steps"]), all, "np {np}: a series row per frame");
+    assert_eq!(floats(&v["mid"]), [15.0, 0.015], "np {np}: frame by step");
+    assert_eq!(v["near"], 15, "np {np}: frame by time");
+    assert_eq!(v["missing"], "KeyError", "np {np}: a step without a frame");
+    assert_eq!(ints(&v["csv_steps"]), [10, 20, 30], "np {np}: series.csv");
+    assert_eq!(ints(&v["log_steps"]), [10, 20, 30], "np {np}: log.txt");
+    let walls = ints(&v["wall_id"]);
+    assert_eq!(walls, (0..5).map(|k| (1u64 << 63) + k).collect::<Vec<_>>());
+    // The series at the end is summary.json's reactions, to the bit; the
+    // floor carries the pack's weight.
+    let end = floats(&v["wall_force_end"]);
+    assert_eq!(end, summary_walls(out, &walls), "np {np}: series vs summary.json");
+    assert_eq!(floats(&v["csv_wall_force_end"]), end, "np {np}: series.csv vs /series");
+    assert!((end[2] + weight).abs() <= 1e-6 * weight, "np {np}: floor {} N, weight {weight} N", end[2]);
+    // At the end the top layer rests on the bottom one, which rests on the
+    // floor: 9 sphere–sphere contacts of m g and 9 floor contacts of 2 m g
+    // carry force (side walls and lateral neighbours none).
+    assert_eq!(v["coordination"].as_f64().unwrap(), 1.0, "np {np}");
+    assert_eq!(v["coordination_walls"].as_f64().unwrap(), 1.5, "np {np}");
+    let f = floats(&v["force_over_mean"]);
+    assert_eq!(f.len(), 18, "np {np}: force-carrying contacts {f:?}");
+    for (k, x) in f.iter().enumerate() {
+        let want = if k < 9 { 2.0 / 3.0 } else { 4.0 / 3.0 };
+        assert!((x - want).abs() <= 1e-6, "np {np}: f/<f> = {x}, want {want}");
+    }
+    // Packing fraction: the box around the pack holds all 18 spheres; a
+    // box cut at the bottom layer's centres holds half of each of 9.
+    let b = &v["packing_box"];
+    let (lo, hi, phi) = (floats(&b[0]), floats(&b[1]), b[2].as_f64().unwrap());
+    let volume: f64 = (0..3).map(|d| hi[d] - lo[d]).product();
+    let want = 18.0 * 4.0 / 3.0 * PI * R.powi(3) / volume;
+    assert!((phi - want).abs() <= 1e-12 * want, "np {np}: packing fraction {phi}, want {want}");
+    let half = floats(&v["packing_half"]);
+    let want = 9.0 * 2.0 / 3.0 * PI * R.powi(3) / (0.0602 * 0.0602 * R);
+    assert!((half[1] - want).abs() <= 1e-9 * want, "np {np}: half-layer packing fraction {}, want {want}", half[1]);
+    assert_eq!(v["units"], serde_json::json!(["m", "N", "m/s"]));
+    assert_eq!(v["without_units"], serde_json::json!([]), "np {np}: datasets of frames.h5 without a units attribute");
+}
+
+#[test]
+fn the_python_reader_reads_a_run_and_its_restart() {
+    let Some(py) = venv_python("h5py, numpy") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ends = Vec::new();
+    for np in [1, 2] {
+        let (out, log) = common::run_config(np, tmp.path(), "reader", &scene("checkpoint_every = 10"));
+        assert!(!log.contains("walls:"), "np {np}: wall lines in the thermo output");
+        let v = read(&py, &out);
+        check_run(&v, &out, np);
+        ends.push(floats(&v["wall_force_end"]));
+        if np == 2 {
+            // Restart from step 20 on 1 rank: steps 21..30 again, the files
+            // keep one header and the rows up to step 20.
+            let ck = out.join("checkpoint-000020.h5");
+            common::mpirun_ok(1, &common::stiffgrain(), &["restart", ck.to_str().unwrap()]);
+            let v = read(&py, &out);
+            check_run(&v, &out, np);
+            for name in ["log.txt", "series.csv"] {
+                let text = std::fs::read_to_string(out.join(name)).unwrap();
+                let headers = text.lines().filter(|l| !l.starts_with(|c: char| c.is_ascii_digit() || c == ' ')).count();
+                assert_eq!(headers, 1, "{name} after a restart:\n{text}");
+            }
+        }
+        let o = Command::new(&py).arg(root().join("scripts/py/tutorial.py")).arg(&out).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "tutorial.py failed:\n{}", String::from_utf8_lossy(&o.stderr));
+        assert!(text.contains("coordination number 1.000"), "tutorial.py:\n{text}");
+    }
+    let scale = ends[0].iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    for (a, b) in ends[0].iter().zip(&ends[1]) {
+        assert!((a - b).abs() <= 1e-9 * scale, "1 vs 2 ranks: {a} vs {b}");
+    }
+}
+
+fn python_ok(py: &Path, args: &[&str]) -> String {
+    let o = Command::new(py).args(args).output().unwrap();
+    assert!(o.status.success(), "python {args:?}:\n{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn same_pixels(py: &Path, a: &Path, b: &Path) -> bool {
+    let code = "import sys, numpy as np, matplotlib.image as mi\n\
+                a, b = mi.imread(sys.argv[1]), mi.imread(sys.argv[2])\n\
+                print(int(a.shape == b.shape and np.all(a == b)))\n";
+    python_ok(py, &["-c", code, a.to_str().unwrap(), b.to_str().unwrap()]).trim() == "1"
+}
+
+/// scripts/plot on a synthetic frame whose force_compatible (another
+/// frame's forces) differs from its force_normal: by default it draws
+/// force_compatible, the same pictures as `--field force_compatible`, and
+/// `--field force_normal` draws another network; an unknown field is one
+/// line and exit status 2.
+#[test]
+fn plot_draws_force_compatible_when_present() {
+    let Some(py) = venv_python("h5py, numpy, matplotlib") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let synth = root().join("tests/py/synth_frames.py");
+    python_ok(&py, &[synth.to_str().unwrap(), a.to_str().unwrap(), "1", "1.0"]);
+    python_ok(&py, &[synth.to_str().unwrap(), b.to_str().unwrap(), "2", "5.0"]);
+    let add = "import sys, h5py\n\
+               with h5py.File(sys.argv[1] + '/frames.h5', 'a') as fa, h5py.File(sys.argv[2] + '/frames.h5') as fb:\n\
+               \x20   for k in fa['frames']:\n\
+               \x20       fa['frames'][k]['contacts']['force_compatible'] = fb['frames'][k]['contacts']['force_normal'][()]\n";
+    python_ok(&py, &["-c", add, a.to_str().unwrap(), b.to_str().unwrap()]);
+    let plot = |dest: &str, extra: &[&str]| {
+        let o = Command::new(root().join("scripts/plot")).arg(&a).arg("--out").arg(tmp.path().join(dest)).args(extra).output().unwrap();
+        assert!(o.status.success(), "scripts/plot {extra:?}:\n{}", String::from_utf8_lossy(&o.stderr));
+    };
+    plot("default", &[]);
+    plot("compat", &["--field", "force_compatible"]);
+    plot("normal", &["--field", "force_normal"]);
+    for png in ["force-network.png", "force-histogram.png", "floor-pressure.png"] {
+        let p = |d: &str| tmp.path().join(d).join(png);
+        assert!(same_pixels(&py, &p("default"), &p("compat")), "{png}: the default is not force_compatible");
+        assert!(!same_pixels(&py, &p("default"), &p("normal")), "{png}: force_normal drawn the same as force_compatible");
+    }
+    let o = Command::new(root().join("scripts/plot")).arg(&a).args(["--field", "force_nope"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no contact column 'force_nope'") && err.lines().count() == 1, "{err}");
+}
