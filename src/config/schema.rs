@@ -547,11 +547,48 @@ fn default_seed() -> u64 {
 }
 
 /// A lattice takes [nx, ny, nz]; a random pack takes a single number.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum CountCfg {
     One(u64),
     Three([u64; 3]),
+}
+
+// By hand rather than untagged, so that a wrong value gets a message that
+// says what a count is instead of naming this type.
+impl<'de> Deserialize<'de> for CountCfg {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        const WANT: &str = "a whole number of bodies (random) or [nx, ny, nz] of whole numbers (lattice)";
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = CountCfg;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(WANT)
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<CountCfg, E> {
+                Ok(CountCfg::One(n))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<CountCfg, E> {
+                u64::try_from(n).map(CountCfg::One).map_err(|_| E::custom(format!("expected {WANT}, got {n}")))
+            }
+            fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<CountCfg, E> {
+                Err(E::custom(format!("expected {WANT}, got {x}")))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<CountCfg, A::Error> {
+                let mut n = Vec::new();
+                while let Some(x) = seq.next_element::<toml::Value>()? {
+                    match x.as_integer().and_then(|i| u64::try_from(i).ok()) {
+                        Some(i) => n.push(i),
+                        None => return Err(serde::de::Error::custom(format!("expected {WANT}, got an entry {x}"))),
+                    }
+                }
+                <[u64; 3]>::try_from(n.as_slice())
+                    .map(CountCfg::Three)
+                    .map_err(|_| serde::de::Error::custom(format!("expected {WANT}, got {} numbers", n.len())))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// An infinite plane; the bodies stay on the side its normal points to.
