@@ -359,7 +359,7 @@ pub struct ShapeCfg {
     /// box: edge lengths along the body's x, y, z.
     #[schemars(extend("x-unit" = "m", "x-default" = "none (box: required)"))]
     pub size: Option<[f64; 3]>,
-    /// mesh: STL or OBJ file, relative to the config file.
+    /// mesh: STL or OBJ file, relative to the config file (given with `--set`: to the working directory).
     #[schemars(extend("x-default" = "none (mesh: required)"))]
     pub file: Option<PathBuf>,
     /// mesh: factor from the file's coordinates to metres.
@@ -468,7 +468,7 @@ pub struct GenerateCfg {
     /// radius of `shape`, which must be a sphere.
     #[schemars(extend("x-default" = "none"))]
     pub radius: Option<RadiusCfg>,
-    /// File: path (relative to the config file).
+    /// File: path (relative to the config file; given with `--set`: to the working directory).
     #[schemars(extend("x-default" = "none (file: required)"))]
     pub file: Option<PathBuf>,
     /// File: "frames", "csv", "lammps-data" or "lammps-dump" (default from
@@ -624,7 +624,10 @@ pub struct WallCfg {
 #[serde(deny_unknown_fields)]
 pub struct OutputCfg {
     /// Directory of frames.h5, frames.xdmf, log.txt, summary.json and the
-    /// checkpoints, relative to the working directory; its parent must exist.
+    /// checkpoints; its parent must exist. Like the mesh and body files, a
+    /// relative path written in the config file is relative to the config
+    /// file's folder, one given with `--set` (and the default) to the
+    /// working directory.
     #[serde(default = "default_out")]
     pub dir: PathBuf,
     /// A frame every this many steps (and the last one).
