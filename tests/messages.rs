@@ -1,5 +1,5 @@
-//! What a run prints: the first line, the rebalance notice and the numbers
-//! in its messages.
+//! What a run prints (the first line, the rebalance notice, the numbers in
+//! its messages), and the scene `scripts/run` starts with.
 mod common;
 
 /// One sphere sliding on a frictionless floor at 1 m/s: it leaves its skin
@@ -63,4 +63,28 @@ fn times_in_messages_are_printed_short() {
     let line = log.lines().find(|l| l.starts_with("static:")).unwrap_or_else(|| panic!("no static line: {log}"));
     assert!(line.ends_with("at t = 2.6e-2"), "{line}");
     assert!(line.contains("slower than 1e-6 m/s"), "{line}");
+}
+
+/// The scene of `scripts/run` as shipped: 500 beads in a box closed on all
+/// six sides, released inside it.
+#[test]
+fn the_default_scene_is_a_closed_box() {
+    let cfg = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/default.toml");
+    let o = common::mpirun_ok(1, &common::stiffgrain(), &["check", cfg.to_str().unwrap()]);
+    assert!(o.contains("bodies       500 ") && o.contains("walls        6"), "{o}");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    let v3 = |v: &toml::Value| -> [f64; 3] { [0, 1, 2].map(|k| v[k].as_float().unwrap()) };
+    let g = &table["generate"][0];
+    let (lo, hi) = (v3(&g["box_min"]), v3(&g["box_max"]));
+    let walls = table["wall"].as_array().unwrap();
+    // Every axis has a wall on each side, and the release box lies inside them all.
+    for axis in 0..3 {
+        for sign in [1.0, -1.0] {
+            let w = walls.iter().find(|w| v3(&w["normal"])[axis] == sign).unwrap_or_else(|| panic!("no wall facing {sign} along axis {axis}"));
+            let p = v3(&w["point"])[axis];
+            assert!(if sign > 0.0 { p <= lo[axis] } else { p >= hi[axis] }, "wall at {p} cuts the release box along axis {axis}");
+        }
+    }
+    assert!(table["simulation"].get("until_static").is_some());
 }
