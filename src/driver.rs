@@ -5,6 +5,7 @@
 use crate::body::Bodies;
 use crate::contact::WALL_ID_BASE;
 use crate::io::{self, FrameWriter, IoError, SolverState};
+use crate::logging::num;
 use crate::parallel::domain::Domain;
 use crate::parallel::{self, Comm};
 use crate::scene::{Scene, STATIC_STEPS};
@@ -365,7 +366,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         if parallel::signals::agreed(comm) {
             let path = write_checkpoint(&world, solver.as_ref(), step, clock.time, report.dt)?;
             if comm.rank() == 0 {
-                println!("stopped by a signal after step {step} (t = {:e}); resume with: stiffgrain restart {}", clock.time, path.display());
+                println!("stopped by a signal after step {step} (t = {}); resume with: stiffgrain restart {}", num(clock.time), path.display());
             }
             break;
         }
@@ -378,7 +379,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     }
     frames.close()?;
     if clock.quiet >= STATIC_STEPS && comm.rank() == 0 {
-        log::info!("static: every body slower than {:e} m/s for {STATIC_STEPS} steps at t = {:e}", scene.simulation.until_static.unwrap_or(0.0), clock.time);
+        log::info!("static: every body slower than {} m/s for {STATIC_STEPS} steps at t = {}", num(scene.simulation.until_static.unwrap_or(0.0)), num(clock.time));
     }
     finish(&world, solver.as_ref(), &clock, n_global, tally, wall0, opts.startup_max_bodies)
 }
@@ -387,19 +388,20 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
 fn start_line(scene: &Scene, world: &World, clock: &Clock, n_global: u64, adaptive: bool) -> String {
     let dt = clock.dt;
     let span = if adaptive {
-        format!("from step {} (t = {:e}) to t = {:e}, dt ≤ {dt:e}", clock.first_step + 1, clock.t0, scene.simulation.t_end)
+        format!("from step {} (t = {}) to t = {}, dt ≤ {}", clock.first_step + 1, num(clock.t0), num(scene.simulation.t_end), num(dt))
     } else {
-        format!("steps {}..{} of dt = {dt:e}", clock.first_step + 1, step_count(scene.simulation.t_end, dt))
+        format!("steps {}..{} of dt = {}", clock.first_step + 1, step_count(scene.simulation.t_end, dt), num(dt))
     };
-    let until = scene.simulation.until_static.map(|v| format!(" or until static (speeds < {v:e} m/s)")).unwrap_or_default();
+    let until = scene.simulation.until_static.map(|v| format!(" or until static (speeds < {} m/s)", num(v))).unwrap_or_default();
     let d = &world.domain().dims;
+    let ranks = world.comm().size();
+    // A rank grid, or the RCB cuts a rebalanced start (or restart) uses instead.
+    let layout = if d.contains(&0) { "RCB cuts".to_string() } else { format!("{}x{}x{} grid", d[0], d[1], d[2]) };
     format!(
-        "stiffgrain {}: {n_global} bodies on {} rank(s) ({}x{}x{} grid), solver {}, {span}{until}",
+        "stiffgrain {}: {n_global} bod{} on {ranks} rank{} ({layout}), solver {}, {span}{until}",
         env!("CARGO_PKG_VERSION"),
-        world.comm().size(),
-        d[0],
-        d[1],
-        d[2],
+        if n_global == 1 { "y" } else { "ies" },
+        if ranks == 1 { "" } else { "s" },
         scene.simulation.solver.name(),
     )
 }

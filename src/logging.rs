@@ -32,3 +32,30 @@ pub fn init(rank: i32, verbose: bool) {
         log::set_max_level(if verbose { LevelFilter::Debug } else { LevelFilter::Info });
     }
 }
+
+/// A number for messages: at most 6 significant digits, trailing zeros
+/// dropped (`2.6e-2`, not the `2.6000000000000002e-2` of a sum of steps).
+pub fn num(x: f64) -> String {
+    if !x.is_finite() || x == 0.0 {
+        return format!("{x}");
+    }
+    let s = format!("{x:.5e}");
+    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let mantissa = if mantissa.contains('.') { mantissa.trim_end_matches('0').trim_end_matches('.') } else { mantissa };
+    format!("{mantissa}e{exp}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::num;
+
+    #[test]
+    fn numbers_are_short() {
+        assert_eq!(num(0.026000000000000002), "2.6e-2");
+        assert_eq!(num(26.0 * 1e-3), "2.6e-2");
+        assert_eq!(num(1.0), "1e0");
+        assert_eq!(num(-0.5), "-5e-1");
+        assert_eq!(num(123456789.0), "1.23457e8");
+        assert_eq!(num(0.0), "0");
+    }
+}

@@ -127,6 +127,7 @@ fn main() -> ExitCode {
                             scene.shapes.extend(cp.shapes[scene.shapes.len()..].iter().cloned());
                             scene.shape_names.extend(cp.shape_names[scene.shape_names.len()..].iter().cloned());
                         }
+                        scene.contact_defaults_from_shapes();
                         let opts = driver::RunOptions {
                             overwrite: false,
                             restart: Some((cp.step, cp.time)),
@@ -140,7 +141,7 @@ fn main() -> ExitCode {
                             startup_max_bodies: cp.bodies.len() as u64,
                         };
                         if world.rank() == 0 {
-                            log::info!("restart from {} at step {} (t = {:e})", checkpoint.display(), cp.step, cp.time);
+                            log::info!("restart from {} at step {} (t = {})", checkpoint.display(), cp.step, logging::num(cp.time));
                         }
                         with_petsc(&world, &petsc_args, || driver::run(&world, &scene, cp.bodies, &opts))
                     }

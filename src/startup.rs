@@ -82,7 +82,9 @@ fn file_count(comm: &Comm, path: &Path, format: FileFormat, frame: Option<u64>) 
                 ds.shape().first().map(|&n| n as u64)
             })()
             .unwrap_or(0),
-            _ => {
+            // The data rows, streamed without keeping any; a malformed file
+            // is counted by its lines here and reported by the start-up.
+            _ => crate::io::body_files::read_text(path, format, |_| false).map(|r| r.count).unwrap_or_else(|_| {
                 use std::io::Read;
                 let mut lines = 0u64;
                 if let Ok(mut f) = std::fs::File::open(path) {
@@ -95,7 +97,7 @@ fn file_count(comm: &Comm, path: &Path, format: FileFormat, frame: Option<u64>) 
                     }
                 }
                 lines
-            }
+            }),
         };
     }
     comm.process_at_rank(0).broadcast_into(&mut n);
@@ -433,6 +435,7 @@ pub fn populate(comm: &Comm, scene: &mut Scene, label: &str) -> Result<Startup, 
     let (me, size) = (comm.rank() as usize, comm.size() as usize);
     let mut held = 0u64;
     let files = read_files(comm, scene, label, &mut held)?;
+    scene.contact_defaults_from_shapes();
     let scene: &Scene = scene;
     let dim = scene.simulation.dim;
     let (lo, hi) = scene_box(comm, scene, &files);

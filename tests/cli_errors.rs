@@ -295,3 +295,20 @@ fn lattice_spacing_errors() {
     assert_eq!(lines.len(), 1, "printed once: {stderr}");
     assert!(lines[0].contains("no orientation") && lines[0].contains("random_orientation"), "{}", lines[0]);
 }
+
+#[test]
+fn a_count_that_is_neither_a_number_nor_three_says_what_a_count_is() {
+    let random = |count: &str| {
+        format!("{GOOD}\n[[generate]]\nkind = \"random\"\nshape = \"ball\"\ncount = {count}\nbox_min = [10.0, 10.0, 10.0]\nbox_max = [20.0, 20.0, 20.0]\n")
+    };
+    for count in ["1.5", "[2, 3]", "-3", "\"ten\""] {
+        let dir = tempfile::tempdir().unwrap();
+        let (code, stderr) = run_bad(dir.path(), &random(count), &[], None);
+        assert_eq!(code, Some(2), "count = {count}: {stderr}");
+        let line = stderr.trim();
+        assert!(
+            line.lines().count() == 1 && line.contains("generate[0].count") && line.contains("[nx, ny, nz]") && !line.contains("CountCfg") && !line.contains("enum"),
+            "count = {count}: {line}"
+        );
+    }
+}

@@ -330,7 +330,7 @@ fn render_makes_an_image_that_is_not_blank() {
     let png = dir.path().join("pile.png");
     let o = Command::new(root().join("scripts/render"))
         .arg(&out)
-        .args(["--frame", "-1", "--size", "400x300", "--output"])
+        .args(["--frame", "last", "--size", "400x300", "--output"])
         .arg(&png)
         .env_remove("DISPLAY")
         .output()
@@ -344,6 +344,14 @@ fn render_makes_an_image_that_is_not_blank() {
     assert_eq!(n[1], 400 * 300);
     // The pile fills a good part of the frame.
     assert!(n[0] > n[1] / 20, "only {} of {} pixels differ from the background", n[0], n[1]);
+    // --frame takes a step, as scripts/plot does: the frames are at steps 0..5.
+    let at3 = dir.path().join("step3.png");
+    let o = Command::new(root().join("scripts/render")).arg(&out).args(["--frame", "3", "--size", "200x150", "--output"]).arg(&at3).env_remove("DISPLAY").output().unwrap();
+    assert!(o.status.success() && at3.exists(), "--frame 3:\n{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(root().join("scripts/render")).arg(&out).args(["--frame", "7", "--output"]).arg(dir.path().join("none.png")).env_remove("DISPLAY").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "--frame 7 (no such step):\n{err}");
+    assert!(err.contains("no frame at step 7 (frames: 0, 1, 2, 3, 4, 5)"), "{err}");
     // --frame all: one numbered image per time step.
     let series = dir.path().join("series");
     let o = Command::new(root().join("scripts/render"))
@@ -452,7 +460,7 @@ fn render_colours_a_compatible_cd_network_by_force_compatible() {
     let cd = positive_range(&out, -1, "force_normal").expect("no CD forces");
     assert!((compat.1 - cd.1).abs() > 0.05 * compat.1, "the two fields agree here ({compat:?}, {cd:?}): the test would not tell them apart");
 
-    let last = render_report(&out, dir.path(), "last", &["--frame", "-1"]);
+    let last = render_report(&out, dir.path(), "last", &["--frame", "last"]);
     assert_eq!(last["field"], "force_compatible");
     let (lo, hi) = range_of(&last);
     assert!(close(lo, compat.0, 1e-12) && close(hi, compat.1, 1e-12), "colours over [{lo:e}, {hi:e}], force_compatible over {compat:?}");

@@ -346,3 +346,62 @@ fn a_checked_tetrapod_lattice_gives_the_same_bodies_at_1_to_4_ranks_without_over
     assert!(closest >= 0.01, "two tetrapods {closest} m apart");
     assert!(redrawn > 0, "no orientation was redrawn: the lattice is not dense enough to test the check");
 }
+
+/// A scene of CSV bodies with a radius column and no `[[shape]]`: `check`
+/// counts the data rows (not the header) and says what it cannot know
+/// before start-up; the run takes the contact defaults from the file's
+/// radii, and the columns of beads come to rest on the floor.
+#[test]
+fn a_csv_with_radii_needs_no_shape_and_check_counts_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("# 180 beads on a 6 x 6 x 5 lattice\nx,y,z,radius\n");
+    for i in 0..180 {
+        csv += &format!("{},{},{},0.005\n", (i % 6) as f64 * 0.02 + 0.01, ((i / 6) % 6) as f64 * 0.02 + 0.01, (i / 36) as f64 * 0.02 + 0.01);
+    }
+    std::fs::write(dir.path().join("beads.csv"), csv).unwrap();
+    let out = dir.path().join("out");
+    let text = format!(
+        "[simulation]\nsolver = \"cd\"\nt_end = 0.1\ndt = 0.001\n\n[[material]]\nname = \"glass\"\ndensity = 2500.0\n\n\
+         [[generate]]\nkind = \"file\"\nfile = \"beads.csv\"\n\n[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\n\n[output]\ndir = \"{}\"\n",
+        out.display()
+    );
+    let cfg = dir.path().join("beads.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let o = common::mpirun_ok(2, &common::stiffgrain(), &["check", cfg.to_str().unwrap()]);
+    assert!(o.contains("bodies       0 + 180 from file(s)"), "{o}");
+    assert!(!o.contains("inf") && !o.contains("-0.0"), "{o}");
+    assert!(o.contains("mass         of the file bodies: known at start-up"), "{o}");
+    common::mpirun_ok(2, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+    let rows = frame_bodies(&out.join("frames.h5"), None);
+    assert_eq!(rows.len(), 180);
+    assert!(rows.iter().all(|r| r.2 == 0.005));
+    // Dropped 5 mm, each column of five beads stands on the floor (landed at
+    // t = 0.032 s): bead k at z = (2k + 1) R, one contact under each bead.
+    for r in &rows {
+        let k = ((r.1[2] - 0.005) / 0.01).round();
+        assert!((r.1[2] - (0.005 + 0.01 * k)).abs() < 1e-6, "bead {} at z = {}", r.0, r.1[2]);
+    }
+    assert_eq!(summary(&out)["contacts"].as_u64(), Some(180));
+}
+
+/// Relative paths are relative to where they are written: `output.dir` in
+/// the config to the config's folder, like its body files; `--set
+/// output.dir=...` to the working directory.
+#[test]
+fn output_dir_is_relative_to_the_config_and_set_to_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenes = dir.path().join("scenes");
+    std::fs::create_dir(&scenes).unwrap();
+    let text = HEAD.replace("OUTDIR", "out-here").replace("t_end = 0.001", "t_end = 0.002");
+    std::fs::write(scenes.join("one.toml"), text).unwrap();
+    let run = |extra: &[&str]| {
+        let mut c = common::mpirun_cmd(1, &common::stiffgrain(), &[&["run", "scenes/one.toml"], extra].concat());
+        let o = c.current_dir(dir.path()).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run(&[]);
+    assert!(scenes.join("out-here/frames.h5").exists(), "config dir = \"out-here\" writes beside the config");
+    assert!(!dir.path().join("out-here").exists());
+    run(&["--set", "output.dir=out-set"]);
+    assert!(dir.path().join("out-set/frames.h5").exists(), "--set output.dir writes in the working directory");
+}

@@ -27,8 +27,8 @@ from paraview.simple import (
 def parse():
     p = argparse.ArgumentParser(prog="scripts/render", description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output directory of a run (holds frames.xdmf)")
-    p.add_argument("--frame", default="-1", help="frame index (0 = first, -1 = last) or 'all' (default -1)")
-    p.add_argument("--step", type=int, help="the frame of this step (as scripts/plot --frame), instead of --frame")
+    p.add_argument("--frame", default="last", help="step of the frame to draw (as scripts/plot --frame), 'last' (default) or 'all'")
+    p.add_argument("--step", type=int, help="the same as --frame STEP")
     p.add_argument("--color", choices=["force", "velocity", "id"], default="force")
     p.add_argument("--output", help="PNG file (default OUT/render.png; with all: OUT/render/frame_NNNN.png)")
     p.add_argument("--size", default="1200x900", help="image size WxH (default 1200x900)")
@@ -121,14 +121,17 @@ def main():
         frames = [steps.index(a.step)]
     elif a.frame == "all":
         frames = list(range(len(times)))
+    elif a.frame == "last":
+        frames = [len(times) - 1]
     else:
         try:
-            k = int(a.frame)
+            step = int(a.frame)
         except ValueError:
-            fail(f"--frame {a.frame}: expected an integer or 'all'")
-        if not -len(times) <= k < len(times):
-            fail(f"--frame {a.frame}: the run has {len(times)} frames")
-        frames = [k % len(times)]
+            fail(f"--frame {a.frame}: expected a step, 'last' or 'all'")
+        if step not in steps:
+            shown = ", ".join(str(s) for s in steps[:20]) + (" ..." if len(steps) > 20 else "")
+            fail(f"--frame {a.frame}: no frame at step {step} (frames: {shown})")
+        frames = [steps.index(step)]
     w, h = (int(x) for x in a.size.lower().split("x"))
     direction = [float(x) for x in a.view.split(",")]
 

@@ -176,7 +176,8 @@ def main():
     a.petsc = petsc
     cfg = tomllib.loads(a.config.read_text())
     plan = stages(cfg, a.friction_off, a.push_friction)
-    out = (a.out or Path(cfg.get("output", {}).get("dir", "OUT"))).resolve()
+    # The config's output.dir is relative to the config, as stiffgrain reads it.
+    out = (a.out or (a.config.parent / cfg["output"]["dir"] if "dir" in cfg.get("output", {}) else Path("OUT"))).resolve()
     log = out / "stages.jsonl"
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)

@@ -48,17 +48,20 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Scene, ConfigError> {
 }
 
 /// Reads `path` and applies the overrides, returning the resolved TOML text
-/// (mesh paths made absolute) that [`from_resolved_text`] turns into a scene.
-/// Rank 0 calls this and broadcasts the text.
+/// that [`from_resolved_text`] turns into a scene. A relative path is
+/// relative to where it is written: in the file (mesh and body files,
+/// `output.dir`) to the file's folder, made absolute here; in an override
+/// to the working directory, kept as given. Rank 0 calls this and
+/// broadcasts the text.
 pub fn read_resolved(path: &Path, overrides: &[String]) -> Result<String, ConfigError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| ConfigError::new(&file, "(file)", format!("cannot read: {e}")))?;
     let mut table: toml::Table = toml::from_str(&text).map_err(|e| syntax_error(&file, &text, &e))?;
+    make_paths_absolute(&mut table, path.parent().unwrap_or(Path::new(".")));
     for o in overrides {
         overrides::apply(&mut table, o)?;
     }
-    make_mesh_paths_absolute(&mut table, path.parent().unwrap_or(Path::new(".")));
     toml::to_string(&table).map_err(|e| ConfigError::new(&file, "(file)", format!("cannot serialise: {e}")))
 }
 
@@ -116,20 +119,26 @@ fn syntax_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
     ConfigError::new(file, key, format!("malformed TOML: {}", e.message().replace('\n', " ")))
 }
 
-/// Mesh files of `[[shape]]` and body files of `[[generate]]`, relative to
-/// the config file, made absolute.
-fn make_mesh_paths_absolute(table: &mut toml::Table, base: &Path) {
+/// Mesh files of `[[shape]]`, body files of `[[generate]]` and
+/// `output.dir`, relative to the config file's folder `base`, made absolute.
+fn make_paths_absolute(table: &mut toml::Table, base: &Path) {
+    let absolute = |f: &mut String| {
+        let p = PathBuf::from(&*f);
+        if p.is_relative() {
+            let abs = std::path::absolute(base.join(&p)).unwrap_or_else(|_| base.join(&p));
+            *f = abs.display().to_string();
+        }
+    };
     for section in ["shape", "generate"] {
         let Some(toml::Value::Array(entries)) = table.get_mut(section) else { continue };
         for s in entries {
             if let Some(toml::Value::String(f)) = s.get_mut("file") {
-                let p = PathBuf::from(&*f);
-                if p.is_relative() {
-                    let abs = std::path::absolute(base.join(&p)).unwrap_or_else(|_| base.join(&p));
-                    *f = abs.display().to_string();
-                }
+                absolute(f);
             }
         }
+    }
+    if let Some(toml::Value::String(d)) = table.get_mut("output").and_then(|o| o.get_mut("dir")) {
+        absolute(d);
     }
 }
 

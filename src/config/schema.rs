@@ -360,7 +360,7 @@ pub struct ShapeCfg {
     /// box: edge lengths along the body's x, y, z.
     #[schemars(extend("x-unit" = "m", "x-default" = "none (box: required)"))]
     pub size: Option<[f64; 3]>,
-    /// mesh: STL or OBJ file, relative to the config file.
+    /// mesh: STL or OBJ file, relative to the config file (given with `--set`: to the working directory).
     #[schemars(extend("x-default" = "none (mesh: required)"))]
     pub file: Option<PathBuf>,
     /// mesh: factor from the file's coordinates to metres.
@@ -469,7 +469,7 @@ pub struct GenerateCfg {
     /// radius of `shape`, which must be a sphere.
     #[schemars(extend("x-default" = "none"))]
     pub radius: Option<RadiusCfg>,
-    /// File: path (relative to the config file).
+    /// File: path (relative to the config file; given with `--set`: to the working directory).
     #[schemars(extend("x-default" = "none (file: required)"))]
     pub file: Option<PathBuf>,
     /// File: "frames", "csv", "lammps-data" or "lammps-dump" (default from
@@ -548,11 +548,48 @@ fn default_seed() -> u64 {
 }
 
 /// A lattice takes [nx, ny, nz]; a random pack takes a single number.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum CountCfg {
     One(u64),
     Three([u64; 3]),
+}
+
+// By hand rather than untagged, so that a wrong value gets a message that
+// says what a count is instead of naming this type.
+impl<'de> Deserialize<'de> for CountCfg {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        const WANT: &str = "a whole number of bodies (random) or [nx, ny, nz] of whole numbers (lattice)";
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = CountCfg;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(WANT)
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<CountCfg, E> {
+                Ok(CountCfg::One(n))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<CountCfg, E> {
+                u64::try_from(n).map(CountCfg::One).map_err(|_| E::custom(format!("expected {WANT}, got {n}")))
+            }
+            fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<CountCfg, E> {
+                Err(E::custom(format!("expected {WANT}, got {x}")))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<CountCfg, A::Error> {
+                let mut n = Vec::new();
+                while let Some(x) = seq.next_element::<toml::Value>()? {
+                    match x.as_integer().and_then(|i| u64::try_from(i).ok()) {
+                        Some(i) => n.push(i),
+                        None => return Err(serde::de::Error::custom(format!("expected {WANT}, got an entry {x}"))),
+                    }
+                }
+                <[u64; 3]>::try_from(n.as_slice())
+                    .map(CountCfg::Three)
+                    .map_err(|_| serde::de::Error::custom(format!("expected {WANT}, got {} numbers", n.len())))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// An infinite plane; the bodies stay on the side its normal points to.
@@ -588,7 +625,10 @@ pub struct WallCfg {
 #[serde(deny_unknown_fields)]
 pub struct OutputCfg {
     /// Directory of frames.h5, frames.xdmf, log.txt, summary.json and the
-    /// checkpoints, relative to the working directory; its parent must exist.
+    /// checkpoints; its parent must exist. Like the mesh and body files, a
+    /// relative path written in the config file is relative to the config
+    /// file's folder, one given with `--set` (and the default) to the
+    /// working directory.
     #[serde(default = "default_out")]
     pub dir: PathBuf,
     /// A frame every this many steps (and the last one).

@@ -15,7 +15,8 @@ pub fn summary(scene: &Scene, mem: &MemoryEstimate) -> String {
     let _ = writeln!(s, "solver       {} ({}D), dt = {:e}, t_end = {:e} ({steps} steps)", sim.solver.name(), sim.dim, sim.dt, sim.t_end);
     // Expected bodies per shape and moving mass of the sources.
     let mut per_shape = vec![0.0f64; scene.shapes.len()];
-    let mut mass: f64 = (0..b.len()).filter(|&i| !b.fixed[i]).map(|i| b.mass[i]).sum();
+    // fold from +0.0: an empty f64 sum is -0.0.
+    let mut mass: f64 = (0..b.len()).filter(|&i| !b.fixed[i]).map(|i| b.mass[i]).fold(0.0, |a, m| a + m);
     for &sh in &b.shape {
         per_shape[sh as usize] += 1.0;
     }
@@ -49,13 +50,30 @@ pub fn summary(scene: &Scene, mem: &MemoryEstimate) -> String {
         };
         let _ = writeln!(s, "  shape {name:<12} {n:>10} bodies  ({kind})");
     }
-    let _ = writeln!(s, "mass         {mass:.6e} (moving bodies{})", if files > 0 { ", without files" } else { "" });
+    // File bodies are read at start-up, not by `check`: their mass and
+    // extent are not known here.
+    let only_files = files > 0 && scene.known_count() == 0;
+    if only_files {
+        let _ = writeln!(s, "mass         of the file bodies: known at start-up");
+    } else {
+        let _ = writeln!(s, "mass         {mass:.6e} (moving bodies{})", if files > 0 { ", without the file bodies" } else { "" });
+    }
     let (lo, hi) = scene.bounding_box();
-    let _ = writeln!(
-        s,
-        "bounding box [{:.4e}, {:.4e}, {:.4e}] .. [{:.4e}, {:.4e}, {:.4e}]",
-        lo.x, lo.y, lo.z, hi.x, hi.y, hi.z
-    );
+    if (0..3).any(|d| lo[d] > hi[d]) {
+        let _ = writeln!(s, "bounding box {}", if files > 0 { "of the file bodies: known at start-up" } else { "none (no bodies)" });
+    } else {
+        let _ = writeln!(
+            s,
+            "bounding box [{:.4e}, {:.4e}, {:.4e}] .. [{:.4e}, {:.4e}, {:.4e}]{}",
+            lo.x,
+            lo.y,
+            lo.z,
+            hi.x,
+            hi.y,
+            hi.z,
+            if files > 0 { " (without the file bodies)" } else { "" }
+        );
+    }
     let _ = writeln!(s, "walls        {}", scene.walls.len());
     if !scene.loads.is_empty() {
         let _ = writeln!(s, "loads        {}", scene.loads.len());

@@ -499,6 +499,19 @@ pub struct Scene {
 }
 
 impl Scene {
+    /// A scene of file bodies only leaves the contact defaults infinite at
+    /// validation: they scale with the shapes the files brought, known
+    /// after start-up or from a checkpoint.
+    pub fn contact_defaults_from_shapes(&mut self) {
+        let rmin = self.shapes.iter().map(|s| s.bounding_radius()).fold(f64::INFINITY, f64::min);
+        if self.contact.skin.is_infinite() {
+            self.contact.skin = 0.2 * rmin;
+        }
+        if self.contact.distance.is_infinite() {
+            self.contact.distance = 0.1 * rmin;
+        }
+    }
+
     /// Relative stiffness k̃ of a contact between materials `a` and `b` (a
     /// wall uses its own): the `[[compatibility.stiffness]]` entry of the
     /// pair if any, else, when both have a Young's modulus, the series

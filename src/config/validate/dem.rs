@@ -4,6 +4,7 @@ use super::Ctx;
 use crate::body::{Bodies, Shape};
 use crate::config::schema::DemCfg;
 use crate::config::ConfigError;
+use crate::logging::num;
 use crate::scene::sources::{Source, SourceKind};
 use crate::scene::{generate, ContactSettings, DemSettings, Material, Simulation, Wall};
 
@@ -40,7 +41,7 @@ pub(super) fn dem_settings(
     }
     let gbar = opt("dem.gbar", d.gbar, 0.5 * contact.distance)?;
     if gbar > contact.distance {
-        return Err(c.err("dem.gbar", format!("must not exceed contact.distance = {} (contacts would act before they are detected)", contact.distance)));
+        return Err(c.err("dem.gbar", format!("must not exceed contact.distance = {} (contacts would act before they are detected)", num(contact.distance))));
     }
     let f = opt("dem.f", d.f, 0.5)?;
     if f >= 1.0 {

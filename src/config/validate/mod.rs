@@ -56,7 +56,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<(Scene, Vec
     let c = Ctx { file };
     let simulation = simulation(&c, &cfg.simulation)?;
     let materials = shapes::materials(&c, &cfg.material)?;
-    let (mut shapes, mut shape_names) = shapes::shapes(&c, &cfg.shape)?;
+    let (mut shapes, mut shape_names) = shapes::shapes(&c, &cfg.shape, cfg.generate.iter().any(|g| g.kind == GenerateKind::File))?;
     let names = Names::new(&c, &cfg.material, &shape_names);
     let (bodies, origin) = explicit_bodies(&c, &cfg.body, &names, &shapes, &materials, &simulation)?;
     let (sources, extra_shapes) = sources::sources(&c, &cfg, &simulation, &shapes, &shape_names, &names, bodies.len() as u64)?;
@@ -256,7 +256,9 @@ fn output(c: &Ctx, o: &OutputCfg) -> Result<Output, ConfigError> {
 }
 
 /// `[contact]`. Defaults scale with the smallest body: a skin of a fifth of
-/// its radius, and a detection distance of a tenth.
+/// its radius, and a detection distance of a tenth. Without config shapes
+/// (bodies from files only) they stay infinite here and start-up sets them
+/// from the files' shapes.
 fn contact(c: &Ctx, cfg: &ContactCfg, shapes: &[Shape]) -> Result<ContactSettings, ConfigError> {
     let rmin = shapes.iter().map(|s| s.bounding_radius()).fold(f64::INFINITY, f64::min);
     Ok(ContactSettings {

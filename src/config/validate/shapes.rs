@@ -4,6 +4,7 @@ use super::Ctx;
 use crate::body::{Shape, TriMesh};
 use crate::config::schema::*;
 use crate::config::ConfigError;
+use crate::logging::num;
 use crate::scene::Material;
 use nalgebra::Vector3;
 use std::collections::HashMap;
@@ -91,7 +92,8 @@ pub(super) fn materials(c: &Ctx, cfg: &[MaterialCfg]) -> Result<Vec<Material>, C
 }
 
 /// `[[shape]]` entries, with their names.
-pub(super) fn shapes(c: &Ctx, cfg: &[ShapeCfg]) -> Result<(Vec<Shape>, Vec<String>), ConfigError> {
+/// `files`: the scene reads bodies from a file, which may bring their shapes.
+pub(super) fn shapes(c: &Ctx, cfg: &[ShapeCfg], files: bool) -> Result<(Vec<Shape>, Vec<String>), ConfigError> {
     let mut shapes = Vec::new();
     let mut names = Vec::new();
     for (i, s) in cfg.iter().enumerate() {
@@ -151,7 +153,7 @@ pub(super) fn shapes(c: &Ctx, cfg: &[ShapeCfg]) -> Result<(Vec<Shape>, Vec<Strin
                 let l = c.positive(&key("arm_length"), l)?;
                 let r = c.positive(&key("arm_radius"), r)?;
                 if l <= 2.0 * r {
-                    return Err(c.err(key("arm_length"), format!("must exceed 2 × arm_radius = {}, got {l}", 2.0 * r)));
+                    return Err(c.err(key("arm_length"), format!("must exceed 2 × arm_radius = {}, got {l}", num(2.0 * r))));
                 }
                 let n = s.segments.unwrap_or(12);
                 if !(3..=1024).contains(&n) {
@@ -163,8 +165,10 @@ pub(super) fn shapes(c: &Ctx, cfg: &[ShapeCfg]) -> Result<(Vec<Shape>, Vec<Strin
         shapes.push(shape);
         names.push(s.name.clone());
     }
-    if shapes.is_empty() {
-        return Err(c.err("shape", "at least one [[shape]] is needed"));
+    // Body files may bring their own shapes (a radius column, a frame's
+    // spheres); anything else needs one here.
+    if shapes.is_empty() && !files {
+        return Err(c.err("shape", "at least one [[shape]] is needed (or a [[generate]] kind = \"file\" whose bodies carry their radius)"));
     }
     Ok((shapes, names))
 }

@@ -3,6 +3,7 @@ use super::{Ctx, Names};
 use crate::body::Shape;
 use crate::config::schema::*;
 use crate::config::ConfigError;
+use crate::logging::num;
 use crate::scene::sources::{FileFormat, RadiusClasses, Source, SourceKind};
 use crate::scene::Simulation;
 use nalgebra::Vector3;
@@ -161,9 +162,9 @@ pub(super) fn sources(
                         if s >= free {
                             (s, None)
                         } else if !matches!(shape.map(|sh| &shapes[sh as usize]), Some(Shape::Mesh(_))) || classes.radius.len() > 1 {
-                            return Err(c.err(key("spacing"), format!("spheres of radius {rmax} spaced {s} apart keep no gap of {gap}: at least 2 R + gap = {free} (only mesh shapes may be spaced closer)")));
+                            return Err(c.err(key("spacing"), format!("spheres of radius {rmax} spaced {s} apart keep no gap of {gap}: at least 2 R + gap = {} (only mesh shapes may be spaced closer)", num(free))));
                         } else if s < rmax + 0.5 * gap {
-                            return Err(c.err(key("spacing"), format!("must be at least R + gap/2 = {} (only adjacent lattice cells may meet), got {s}", rmax + 0.5 * gap)));
+                            return Err(c.err(key("spacing"), format!("must be at least R + gap/2 = {} (only adjacent lattice cells may meet), got {s}", num(rmax + 0.5 * gap))));
                         } else {
                             (s, Some(gap))
                         }
