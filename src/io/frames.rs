@@ -48,7 +48,10 @@
 //! ```
 //!
 //! Every dataset carries a `units` attribute ([`unit_of`]).
-use super::h5raw::{copy_object, reserve, write_rows_collective};
+use super::frames_recover::{copy_complete, inspect, stored_end, Health};
+use super::h5raw::{reserve, write_rows_collective};
+use super::series::{append_series, create_series, truncate_series, SERIES_CHUNK};
+pub use super::series::SeriesRow;
 use super::redistribute::{redistribute_sorted, FlatRecords};
 use super::table::{ColumnData, ContactTable};
 use super::frame_view::{self, WallQuad, WALL_ID_BASE};
@@ -617,14 +620,14 @@ fn write_view(
 }
 
 /// Agrees across ranks on each collective step of writing a frame.
-struct Steps<'a> {
+pub(super) struct Steps<'a> {
     comm: &'a SimpleCommunicator,
     path: &'a Path,
     what: String,
 }
 
 impl Steps<'_> {
-    fn ok<T>(&self, r: hdf5::Result<T>) -> Result<T, IoError> {
+    pub(super) fn ok<T>(&self, r: hdf5::Result<T>) -> Result<T, IoError> {
         agree(self.comm, r.map_err(|e| IoError::hdf5(self.path, self.what.as_str(), e)))
     }
 }
@@ -683,7 +686,7 @@ pub fn unit_of(name: &str) -> &'static str {
 }
 
 /// [`put`], then the dataset's `units` attribute ([`unit_of`]).
-fn put_unit<T: H5Type>(g: &hdf5::Group, name: &str, total: u64, cols: usize, offset: u64, data: &[T]) -> hdf5::Result<()> {
+pub(super) fn put_unit<T: H5Type>(g: &hdf5::Group, name: &str, total: u64, cols: usize, offset: u64, data: &[T]) -> hdf5::Result<()> {
     put(g, name, total, cols, offset, data)?;
     let ds = g.dataset(name)?;
     str_attr(&ds, "units", unit_of(name))
@@ -740,126 +743,6 @@ pub(crate) fn write_shapes<C: Communicator>(comm: &C, file: &hdf5::File, shapes:
     Ok(())
 }
 
-/// One row of the run's time series: `/series` in frames.h5 (a row per
-/// frame) and series.csv (a row per thermo line).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SeriesRow {
-    pub step: u64,
-    /// s
-    pub time: f64,
-    /// The step's Δt, s.
-    pub dt: f64,
-    /// J
-    pub kinetic_energy: f64,
-    pub contacts: u64,
-    /// Per wall of the scene, in `[[wall]]` order: the contact force the
-    /// bodies exert on it (its reaction, as in summary.json), N.
-    pub wall_force: Vec<[f64; 3]>,
-    /// Per wall: its point at `time` (moving walls move), m.
-    pub wall_position: Vec<[f64; 3]>,
-}
-
-/// Rows per chunk of the `/series` datasets.
-const SERIES_CHUNK: usize = 64;
-
-/// The growing datasets of `/series`: name, and values per row for `w` walls.
-fn series_columns(w: usize) -> Vec<(&'static str, usize)> {
-    let mut v = vec![("step", 1), ("time", 1), ("dt", 1), ("kinetic_energy", 1), ("contacts", 1)];
-    if w > 0 {
-        v.extend([("wall_force", 3 * w), ("wall_position", 3 * w)]);
-    }
-    v
-}
-
-/// Collective: creates `/series` with no rows, and the walls' ids and
-/// normals (written by rank 0).
-fn create_series(file: &hdf5::File, walls: &[crate::scene::Wall], root: bool) -> hdf5::Result<()> {
-    use hdf5::Extent;
-    let g = file.create_group("series")?;
-    let w = walls.len();
-    for (name, _) in series_columns(w) {
-        let ds = if name.starts_with("wall_") {
-            g.new_dataset::<f64>().chunk((SERIES_CHUNK, w, 3)).shape([Extent::resizable(0), Extent::fixed(w), Extent::fixed(3)]).create(name)?
-        } else if matches!(name, "step" | "contacts") {
-            g.new_dataset::<u64>().chunk(SERIES_CHUNK).shape([Extent::resizable(0)]).create(name)?
-        } else {
-            g.new_dataset::<f64>().chunk(SERIES_CHUNK).shape([Extent::resizable(0)]).create(name)?
-        };
-        str_attr(&ds, "units", unit_of(name))?;
-    }
-    if w > 0 {
-        let ids: Vec<u64> = if root { (0..w as u64).map(|k| WALL_ID_BASE + k).collect() } else { Vec::new() };
-        let normals: Vec<f64> = if root { walls.iter().flat_map(|w| [w.normal.x, w.normal.y, w.normal.z]).collect() } else { Vec::new() };
-        put_unit(&g, "wall_id", w as u64, 1, 0, &ids)?;
-        put_unit(&g, "wall_normal", w as u64, 3, 0, &normals)?;
-    }
-    Ok(())
-}
-
-/// Collective: appends `row` (rank 0's) to every dataset of `/series`.
-fn append_series(file: &hdf5::File, st: &Steps, row: &SeriesRow, w: usize, root: bool) -> Result<(), IoError> {
-    let g = st.ok(file.group("series"))?;
-    let flat = |v: &[[f64; 3]]| -> Vec<f64> { v.iter().flatten().copied().collect() };
-    for (name, cols) in series_columns(w) {
-        let ds = st.ok(g.dataset(name))?;
-        let mut shape = ds.shape();
-        let n = shape[0];
-        shape[0] = n + 1;
-        st.ok(ds.resize(shape))?;
-        let r = match name {
-            "step" | "contacts" => {
-                let v = [if name == "step" { row.step } else { row.contacts }];
-                write_rows_collective(&ds, n as u64, if root { &v[..] } else { &[] }, cols)
-            }
-            _ => {
-                let v = match name {
-                    "time" => vec![row.time],
-                    "dt" => vec![row.dt],
-                    "kinetic_energy" => vec![row.kinetic_energy],
-                    "wall_force" => flat(&row.wall_force),
-                    _ => flat(&row.wall_position),
-                };
-                write_rows_collective(&ds, n as u64, if root { &v[..] } else { &[] }, cols)
-            }
-        };
-        st.ok(r)?;
-    }
-    Ok(())
-}
-
-/// Collective: cuts `/series` back to its rows up to `after_step` (the
-/// leading rows in increasing step order), or creates it (a file of an
-/// earlier version has none).
-fn truncate_series(file: &hdf5::File, after_step: u64, walls: &[crate::scene::Wall], root: bool) -> hdf5::Result<()> {
-    if !file.link_exists("series") {
-        return create_series(file, walls, root);
-    }
-    let g = file.group("series")?;
-    let steps: Vec<u64> = g.dataset("step")?.read_raw()?;
-    let keep = steps.iter().enumerate().take_while(|&(i, &s)| s <= after_step && (i == 0 || s > steps[i - 1])).count();
-    for (name, _) in series_columns(walls.len()) {
-        let ds = g.dataset(name)?;
-        let mut shape = ds.shape();
-        if shape[0] != keep {
-            shape[0] = keep;
-            ds.resize(shape)?;
-        }
-    }
-    Ok(())
-}
-
-/// Whether every dataset of `/series` in `file` reads.
-fn series_readable(file: &hdf5::File) -> bool {
-    let Ok(g) = file.group("series") else { return false };
-    let Ok(names) = g.member_names() else { return false };
-    names.iter().all(|n| {
-        g.dataset(n).is_ok_and(|d| match d.dtype().and_then(|t| t.to_descriptor()) {
-            Ok(hdf5::types::TypeDescriptor::Float(_)) => d.read_raw::<f64>().is_ok(),
-            _ => d.read_raw::<u64>().is_ok(),
-        })
-    })
-}
-
 /// What the XDMF index needs about a frame group already in the file (a
 /// continued run): counts from the dataset shapes, the contact columns from
 /// the contacts group, and which of the newer datasets it has.
@@ -902,126 +785,3 @@ fn frame_info_of(f: &hdf5::Group, group: String, time: f64) -> hdf5::Result<Fram
     Ok(info)
 }
 
-/// What rank 0 finds in the frames file of a run it continues.
-enum Health {
-    Intact,
-    Missing,
-    /// Why it cannot be continued as it is.
-    Damaged(String),
-}
-
-/// Rank 0, before a restart: whether every frame up to `after_step` of
-/// `path` is complete (later frames are dropped anyway).
-fn inspect(path: &Path, after_step: u64) -> Health {
-    let len = match std::fs::metadata(path) {
-        Ok(m) => m.len(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Health::Missing,
-        Err(e) => return Health::Damaged(e.to_string()),
-    };
-    let r = (|| -> Result<(), String> {
-        let file = hdf5::File::open(path).map_err(|e| e.to_string())?;
-        let (names, marked) = frame_names(&file).map_err(|e| format!("cannot list /frames: {e}"))?;
-        let g = file.group("frames").map_err(|e| e.to_string())?;
-        for name in names.iter().filter(|n| n.parse::<u64>().is_ok_and(|s| s <= after_step)) {
-            frame_complete(&g, name, len, marked).map_err(|e| format!("frame {name}: {e}"))?;
-        }
-        Ok(())
-    })();
-    match r {
-        Ok(()) => Health::Intact,
-        Err(why) => Health::Damaged(why),
-    }
-}
-
-/// The frame groups' names, sorted, and whether the file marks complete
-/// frames (files of earlier versions do not).
-fn frame_names(file: &hdf5::File) -> hdf5::Result<(Vec<String>, bool)> {
-    let g = file.group("frames")?;
-    let mut names = g.member_names()?;
-    names.sort();
-    let marked = names.iter().any(|n| g.group(n).is_ok_and(|f| f.attr("complete").is_ok()));
-    Ok((names, marked))
-}
-
-/// A frame is complete when it carries the `complete` mark (written last),
-/// if the file uses marks, and each of its datasets opens and lies inside
-/// the file's `len` bytes.
-fn frame_complete(frames: &hdf5::Group, name: &str, len: u64, marked: bool) -> Result<(), String> {
-    let f = frames.group(name).map_err(|e| e.to_string())?;
-    if marked && f.attr("complete").and_then(|a| a.read_scalar::<u8>()).ok() != Some(1) {
-        return Err("no completion mark (torn)".into());
-    }
-    f.attr("time").and_then(|a| a.read_scalar::<f64>()).map_err(|e| e.to_string())?;
-    for sub in f.member_names().map_err(|e| e.to_string())? {
-        let g = f.group(&sub).map_err(|e| format!("{sub}: {e}"))?;
-        for d in g.member_names().map_err(|e| format!("{sub}: {e}"))? {
-            let ds = g.dataset(&d).map_err(|e| format!("{sub}/{d}: {e}"))?;
-            if let Some(at) = ds.offset() {
-                if at + ds.storage_size() > len {
-                    return Err(format!("{sub}/{d} lies past the end of the file"));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Rank 0: copies the complete frames up to `after_step` of the damaged file
-/// `from` into the new file `to` (its header already written). A truncated
-/// file is padded with zeros to the length its superblock records, so that
-/// HDF5 opens it, and cut back afterwards. Returns the kept frames' names
-/// and how many frames up to `after_step` the damaged file listed.
-fn copy_complete(from: &Path, to: &Path, after_step: u64) -> Result<(Vec<String>, usize), IoError> {
-    let len = std::fs::metadata(from).map_err(|e| IoError::fs(from, "read the damaged file", e))?.len();
-    let recorded = stored_end(from).unwrap_or(0);
-    let pad = |n: u64| {
-        std::fs::OpenOptions::new().write(true).open(from).and_then(|f| f.set_len(n)).map_err(|e| IoError::fs(from, "pad the damaged file", e))
-    };
-    if recorded > len {
-        pad(recorded)?;
-    }
-    let r = (|| -> Result<(Vec<String>, usize), IoError> {
-        let Ok(src) = hdf5::File::open(from) else { return Ok((Vec::new(), 0)) };
-        let Ok((names, marked)) = frame_names(&src) else { return Ok((Vec::new(), 0)) };
-        let Ok(g) = src.group("frames") else { return Ok((Vec::new(), 0)) };
-        let names: Vec<String> = names.into_iter().filter(|n| n.parse::<u64>().is_ok_and(|s| s <= after_step)).collect();
-        let dst = hdf5::File::open_rw(to).ctx(to, "opening the new file to copy the complete frames")?;
-        let mut kept = Vec::new();
-        for name in &names {
-            if frame_complete(&g, name, len, marked).is_ok() {
-                copy_object(&src, &dst, &format!("frames/{name}")).ctx(to, &format!("copying frame {name}"))?;
-                kept.push(name.clone());
-            }
-        }
-        // The series is kept when every dataset of it reads; reopen cuts it
-        // back to the checkpoint's step (a new one is started otherwise).
-        if series_readable(&src) {
-            let _ = dst.unlink("series");
-            let _ = copy_object(&src, &dst, "series");
-        }
-        dst.close().ctx(to, "closing")?;
-        Ok((kept, names.len()))
-    })();
-    if recorded > len {
-        pad(len)?;
-    }
-    r
-}
-
-/// The end of file recorded in the HDF5 superblock at the start of `path`
-/// (superblock versions 0 to 3, 8-byte addresses).
-fn stored_end(path: &Path) -> Option<u64> {
-    use std::io::Read;
-    let mut head = [0u8; 56];
-    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
-    if &head[..8] != b"\x89HDF\r\n\x1a\n" {
-        return None;
-    }
-    let (at, offsets) = match head[8] {
-        0 => (40, head[13]),
-        1 => (44, head[13]),
-        2 | 3 => (28, head[9]),
-        _ => return None,
-    };
-    (offsets == 8).then(|| u64::from_le_bytes(head[at..at + 8].try_into().expect("8 bytes")))
-}

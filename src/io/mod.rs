@@ -10,6 +10,8 @@ mod checksum;
 pub mod frame_read;
 pub mod frame_view;
 pub mod frames;
+mod frames_recover;
+mod series;
 pub mod lock;
 pub mod redistribute;
 pub mod table;

@@ -1,0 +1,128 @@
+//! The run's time series in frames.h5: `/series`, a row per frame written
+//! with it (energies, contacts, each wall's reaction and point), chunked and
+//! grown a row at a time, cut back to the checkpoint at a restart.
+use super::frame_view::WALL_ID_BASE;
+use super::frames::{put_unit, str_attr, unit_of, Steps};
+use super::h5raw::write_rows_collective;
+use super::IoError;
+
+/// One row of the run's time series: `/series` in frames.h5 (a row per
+/// frame) and series.csv (a row per thermo line).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SeriesRow {
+    pub step: u64,
+    /// s
+    pub time: f64,
+    /// The step's Δt, s.
+    pub dt: f64,
+    /// J
+    pub kinetic_energy: f64,
+    pub contacts: u64,
+    /// Per wall of the scene, in `[[wall]]` order: the contact force the
+    /// bodies exert on it (its reaction, as in summary.json), N.
+    pub wall_force: Vec<[f64; 3]>,
+    /// Per wall: its point at `time` (moving walls move), m.
+    pub wall_position: Vec<[f64; 3]>,
+}
+
+/// Rows per chunk of the `/series` datasets.
+pub(super) const SERIES_CHUNK: usize = 64;
+
+/// The growing datasets of `/series`: name, and values per row for `w` walls.
+pub(super) fn series_columns(w: usize) -> Vec<(&'static str, usize)> {
+    let mut v = vec![("step", 1), ("time", 1), ("dt", 1), ("kinetic_energy", 1), ("contacts", 1)];
+    if w > 0 {
+        v.extend([("wall_force", 3 * w), ("wall_position", 3 * w)]);
+    }
+    v
+}
+
+/// Collective: creates `/series` with no rows, and the walls' ids and
+/// normals (written by rank 0).
+pub(super) fn create_series(file: &hdf5::File, walls: &[crate::scene::Wall], root: bool) -> hdf5::Result<()> {
+    use hdf5::Extent;
+    let g = file.create_group("series")?;
+    let w = walls.len();
+    for (name, _) in series_columns(w) {
+        let ds = if name.starts_with("wall_") {
+            g.new_dataset::<f64>().chunk((SERIES_CHUNK, w, 3)).shape([Extent::resizable(0), Extent::fixed(w), Extent::fixed(3)]).create(name)?
+        } else if matches!(name, "step" | "contacts") {
+            g.new_dataset::<u64>().chunk(SERIES_CHUNK).shape([Extent::resizable(0)]).create(name)?
+        } else {
+            g.new_dataset::<f64>().chunk(SERIES_CHUNK).shape([Extent::resizable(0)]).create(name)?
+        };
+        str_attr(&ds, "units", unit_of(name))?;
+    }
+    if w > 0 {
+        let ids: Vec<u64> = if root { (0..w as u64).map(|k| WALL_ID_BASE + k).collect() } else { Vec::new() };
+        let normals: Vec<f64> = if root { walls.iter().flat_map(|w| [w.normal.x, w.normal.y, w.normal.z]).collect() } else { Vec::new() };
+        put_unit(&g, "wall_id", w as u64, 1, 0, &ids)?;
+        put_unit(&g, "wall_normal", w as u64, 3, 0, &normals)?;
+    }
+    Ok(())
+}
+
+/// Collective: appends `row` (rank 0's) to every dataset of `/series`.
+pub(super) fn append_series(file: &hdf5::File, st: &Steps, row: &SeriesRow, w: usize, root: bool) -> Result<(), IoError> {
+    let g = st.ok(file.group("series"))?;
+    let flat = |v: &[[f64; 3]]| -> Vec<f64> { v.iter().flatten().copied().collect() };
+    for (name, cols) in series_columns(w) {
+        let ds = st.ok(g.dataset(name))?;
+        let mut shape = ds.shape();
+        let n = shape[0];
+        shape[0] = n + 1;
+        st.ok(ds.resize(shape))?;
+        let r = match name {
+            "step" | "contacts" => {
+                let v = [if name == "step" { row.step } else { row.contacts }];
+                write_rows_collective(&ds, n as u64, if root { &v[..] } else { &[] }, cols)
+            }
+            _ => {
+                let v = match name {
+                    "time" => vec![row.time],
+                    "dt" => vec![row.dt],
+                    "kinetic_energy" => vec![row.kinetic_energy],
+                    "wall_force" => flat(&row.wall_force),
+                    _ => flat(&row.wall_position),
+                };
+                write_rows_collective(&ds, n as u64, if root { &v[..] } else { &[] }, cols)
+            }
+        };
+        st.ok(r)?;
+    }
+    Ok(())
+}
+
+/// Collective: cuts `/series` back to its rows up to `after_step` (the
+/// leading rows in increasing step order), or creates it (a file of an
+/// earlier version has none).
+pub(super) fn truncate_series(file: &hdf5::File, after_step: u64, walls: &[crate::scene::Wall], root: bool) -> hdf5::Result<()> {
+    if !file.link_exists("series") {
+        return create_series(file, walls, root);
+    }
+    let g = file.group("series")?;
+    let steps: Vec<u64> = g.dataset("step")?.read_raw()?;
+    let keep = steps.iter().enumerate().take_while(|&(i, &s)| s <= after_step && (i == 0 || s > steps[i - 1])).count();
+    for (name, _) in series_columns(walls.len()) {
+        let ds = g.dataset(name)?;
+        let mut shape = ds.shape();
+        if shape[0] != keep {
+            shape[0] = keep;
+            ds.resize(shape)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether every dataset of `/series` in `file` reads.
+pub(super) fn series_readable(file: &hdf5::File) -> bool {
+    let Ok(g) = file.group("series") else { return false };
+    let Ok(names) = g.member_names() else { return false };
+    names.iter().all(|n| {
+        g.dataset(n).is_ok_and(|d| match d.dtype().and_then(|t| t.to_descriptor()) {
+            Ok(hdf5::types::TypeDescriptor::Float(_)) => d.read_raw::<f64>().is_ok(),
+            _ => d.read_raw::<u64>().is_ok(),
+        })
+    })
+}
+
