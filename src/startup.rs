@@ -27,10 +27,22 @@ use nalgebra::Vector3;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Bad input found at start-up (exit status 2): one line.
+/// Bad input found at start-up (exit status 2), each kind a one-line
+/// message naming the config and the key or file line.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct StartupError(pub String);
+pub enum StartupError {
+    /// The scene needs more memory per rank than the node has.
+    #[error("{0}")]
+    Memory(String),
+    /// A body file that cannot be read, or whose content (ids, shapes,
+    /// radii, non-finite values) the scene cannot take.
+    #[error("{0}")]
+    BodyFile(String),
+    /// Bodies that cannot be placed: a box too full, an overlap, a body
+    /// outside the periodic box or the 2D plane.
+    #[error("{0}")]
+    Placement(String),
+}
 
 /// This rank's bodies and what start-up cost.
 pub struct Startup {
@@ -47,7 +59,7 @@ pub struct Startup {
 const MAX_FILE_RADII: usize = 1024;
 
 /// Collective on `comm`: the lowest rank's error, on every rank.
-fn first_error(comm: &Comm, e: Option<String>) -> Result<(), StartupError> {
+fn first_error(comm: &Comm, e: Option<String>, kind: fn(String) -> StartupError) -> Result<(), StartupError> {
     let (me, size) = (comm.rank(), comm.size());
     let mine = if e.is_some() { me } else { size };
     let mut first = size;
@@ -63,7 +75,7 @@ fn first_error(comm: &Comm, e: Option<String>) -> Result<(), StartupError> {
     if len > 0 {
         root.broadcast_into(&mut bytes[..]);
     }
-    Err(StartupError(String::from_utf8_lossy(&bytes).into_owned()))
+    Err(kind(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// Bodies in a file, without reading them all: the frame's row count, or
@@ -143,7 +155,7 @@ pub fn memory_check(comm: &Comm, scene: &Scene, label: &str) -> Result<MemoryEst
                 .filter(|s| s.count.unwrap_or(0) as usize >= scene.bodies.len())
                 .map(|s| format!("{}.count", s.key))
                 .unwrap_or_else(|| "body".into());
-            Err(StartupError(format!(
+            Err(StartupError::Memory(format!(
                 "{label}: {key}: {} bodies need about {} per rank on {} rank(s) (~{} bytes per body with its contacts), more than this node's {} for {} rank(s)",
                 m.bodies,
                 human(m.bytes_per_rank),
@@ -208,7 +220,7 @@ fn read_files(comm: &Comm, scene: &mut Scene, label: &str, held: &mut u64) -> Re
         let mut share = FileShare { source: k, bodies: Vec::new(), shape_of_file: Vec::new(), shape_of_radius: HashMap::new(), min_id: None };
         let count;
         if format == FileFormat::Frames {
-            let slab = frame_read::read_frame(comm, &path, frame).map_err(|e| StartupError(format!("{label}: {key}.file: {e}")))?;
+            let slab = frame_read::read_frame(comm, &path, frame).map_err(|e| StartupError::BodyFile(format!("{label}: {key}.file: {e}")))?;
             count = slab.count;
             share.min_id = Some(slab.id_range.0);
             for (name, shape) in slab.shapes {
@@ -217,7 +229,7 @@ fn read_files(comm: &Comm, scene: &mut Scene, label: &str, held: &mut u64) -> Re
                     (Some(i), Shape::Sphere { radius }) => {
                         let r = scene.shapes[i].bounding_radius();
                         if !matches!(scene.shapes[i], Shape::Sphere { .. }) || (r - radius).abs() > 1e-12 * radius {
-                            return Err(StartupError(format!(
+                            return Err(StartupError::BodyFile(format!(
                                 "{label}: {key}.file: shape `{name}` is a sphere of radius {radius} in {} but not in the config",
                                 path.display()
                             )));
@@ -231,7 +243,7 @@ fn read_files(comm: &Comm, scene: &mut Scene, label: &str, held: &mut u64) -> Re
                         (scene.shapes.len() - 1) as u32
                     }
                     (None, Shape::Mesh(_)) => {
-                        return Err(StartupError(format!(
+                        return Err(StartupError::BodyFile(format!(
                             "{label}: {key}.file: mesh shape `{name}` of {} is not among the config's shapes",
                             path.display()
                         )))
@@ -244,14 +256,14 @@ fn read_files(comm: &Comm, scene: &mut Scene, label: &str, held: &mut u64) -> Re
             let r = body_files::read_text(&path, format, |row| row % size == me);
             // Every rank reads the whole file, so all find the same first
             // error; agree anyway (a file unreadable on one node only).
-            first_error(comm, r.as_ref().err().map(|e| e.to_string()))?;
-            let r = r.map_err(|e| StartupError(e.to_string()))?;
+            first_error(comm, r.as_ref().err().map(|e| e.to_string()), StartupError::BodyFile)?;
+            let r = r.map_err(|e| StartupError::BodyFile(e.to_string()))?;
             count = r.count;
             if let Some((a, z)) = r.id_range {
                 // Duplicates first (they name a line), then holes.
                 check_distinct_ids(comm, &path, &r.bodies, a, z - a + 1)?;
                 if z - a + 1 != count {
-                    return Err(StartupError(format!(
+                    return Err(StartupError::BodyFile(format!(
                         "{}:0: {count} bodies with ids {a}..{z}: the ids must be distinct and contiguous",
                         path.display()
                     )));
@@ -262,7 +274,7 @@ fn read_files(comm: &Comm, scene: &mut Scene, label: &str, held: &mut u64) -> Re
                 let mut radii: Vec<u64> = r.bodies.iter().filter_map(|b| b.radius).map(f64::to_bits).collect();
                 radii.sort_unstable();
                 radii.dedup();
-                first_error(comm, (radii.len() > MAX_FILE_RADII).then(|| too_many_radii(&path)))?;
+                first_error(comm, (radii.len() > MAX_FILE_RADII).then(|| too_many_radii(&path)), StartupError::BodyFile)?;
                 let mut recs = FlatRecords::new(0, 0);
                 let mut dest = Vec::new();
                 for &b in &radii {
@@ -276,7 +288,7 @@ fn read_files(comm: &Comm, scene: &mut Scene, label: &str, held: &mut u64) -> Re
                 all.sort_by(|a, b| f64::from_bits(*a).total_cmp(&f64::from_bits(*b)));
                 all.dedup();
                 if all.len() > MAX_FILE_RADII {
-                    return Err(StartupError(too_many_radii(&path)));
+                    return Err(StartupError::BodyFile(too_many_radii(&path)));
                 }
                 for bits in all {
                     let radius = f64::from_bits(bits);
@@ -285,14 +297,14 @@ fn read_files(comm: &Comm, scene: &mut Scene, label: &str, held: &mut u64) -> Re
                     share.shape_of_radius.insert(bits, (scene.shapes.len() - 1) as u32);
                 }
             } else if scene.sources[k].classes.shape.is_empty() {
-                return Err(StartupError(format!("{label}: {key}.shape: {} has no radius column: give the bodies' `shape`", path.display())));
+                return Err(StartupError::BodyFile(format!("{label}: {key}.shape: {} has no radius column: give the bodies' `shape`", path.display())));
             }
             share.bodies = r.bodies;
         }
         *held = (*held).max(share.bodies.len() as u64);
         scene.sources[k].first_id = next_id;
         scene.sources[k].count = Some(count);
-        next_id = next_id.checked_add(count).ok_or_else(|| StartupError(format!("{label}: {key}: the body count overflows")))?;
+        next_id = next_id.checked_add(count).ok_or_else(|| StartupError::BodyFile(format!("{label}: {key}: the body count overflows")))?;
         out.push(share);
     }
     Ok(out)
@@ -324,7 +336,7 @@ fn check_distinct_ids(comm: &Comm, path: &Path, bodies: &[FileBody], a: u64, cou
             break;
         }
     }
-    first_error(comm, e)
+    first_error(comm, e, StartupError::BodyFile)
 }
 
 /// A cell's box (lo, hi).
@@ -395,7 +407,7 @@ fn random_cells(comm: &Comm, domain: &Domain, src: &Source, dim: u8, held: &mut 
             packing.insert(Vector3::new(f[0], f[1], f[2]), f[3]);
         }
         *held = (*held).max(packing.len() as u64);
-        first_error(comm, failed.take())?;
+        first_error(comm, failed.take(), StartupError::Placement)?;
     }
     Ok(placed)
 }
@@ -471,7 +483,7 @@ pub fn populate(comm: &Comm, scene: &mut Scene, label: &str) -> Result<Startup, 
                         if src.random_orientation { "" } else { " or set random_orientation = true" }
                     )
                 });
-                first_error(comm, blocked)?;
+                first_error(comm, blocked, StartupError::Placement)?;
                 for (j, p, q) in placed.unwrap_or_default() {
                     if domain.owner(&p) == me {
                         let mut b = maker.generated(src, j, shape, p, Vector3::zeros(), src.fixed);
@@ -492,7 +504,7 @@ pub fn populate(comm: &Comm, scene: &mut Scene, label: &str) -> Result<Startup, 
                 // Every rank repeats the serial pack and keeps its own bodies.
                 let count = src.count.unwrap_or(0);
                 let (pos, vel) = generate::random_pack(*lo, *hi, count, src.classes.radius[0], *gap, dim, src.seed, *speed)
-                    .map_err(|n| StartupError(format!("{label}: {}.count: only {n} of {count} bodies fit in the box without overlap", src.key)))?;
+                    .map_err(|n| StartupError::Placement(format!("{label}: {}.count: only {n} of {count} bodies fit in the box without overlap", src.key)))?;
                 held = held.max(count);
                 for (j, (p, v)) in pos.into_iter().zip(vel).enumerate() {
                     if domain.owner(&p) == me {
@@ -501,7 +513,7 @@ pub fn populate(comm: &Comm, scene: &mut Scene, label: &str) -> Result<Startup, 
                 }
             }
             SourceKind::Random { .. } => {
-                let placed = random_cells(comm, &domain, src, dim, &mut held).map_err(|e| StartupError(format!("{label}: {e}")))?;
+                let placed = random_cells(comm, &domain, src, dim, &mut held).map_err(|e| StartupError::Placement(format!("{label}: {e}")))?;
                 for b in placed {
                     local.push(maker.generated(src, b.j, src.classes.shape[b.class], b.position, b.velocity, src.fixed));
                 }
@@ -543,12 +555,12 @@ pub fn populate(comm: &Comm, scene: &mut Scene, label: &str) -> Result<Startup, 
         }
     }
     drop(files);
-    first_error(comm, bad.map(|m| format!("{label}: {m}")))?;
+    first_error(comm, bad.map(|m| format!("{label}: {m}")), StartupError::BodyFile)?;
     held = held.max(local.len() as u64);
     let n = local.len();
     exchange::migrate(comm, &domain, &mut local, n);
     held = held.max(local.len() as u64);
-    first_error(comm, check_placed(scene, &local).map(|m| format!("{label}: {m}")))?;
+    first_error(comm, check_placed(scene, &local).map(|m| format!("{label}: {m}")), StartupError::Placement)?;
     Ok(Startup { bodies: local, max_held: held, domain })
 }
 
