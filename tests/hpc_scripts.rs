@@ -174,7 +174,7 @@ fn sbatch_scripts_pass_bash_n() {
         assert!(text.contains("#SBATCH --ntasks=2\n"), "{name}: the default task count should fit a small node");
         assert!(text.contains("SRUN_MPI"), "{name}: the MPI plugin cannot be chosen");
     }
-    for s in ["scripts/scaling", "scripts/plot", "scripts/srun-local", "scripts/py/venv.sh"] {
+    for s in ["scripts/scaling", "scripts/plot", "scripts/srun-local", "scripts/slurm-local", "scripts/py/venv.sh"] {
         let out = Command::new("bash").arg("-n").arg(root().join(s)).output().unwrap();
         assert!(out.status.success(), "bash -n {s}: {}", String::from_utf8_lossy(&out.stderr));
     }
