@@ -394,7 +394,11 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         if solver.rolls_back() {
             world.begin_step();
         }
-        let plan = solver.begin_step(&world, time, clock.dt.min(clock.t_final - time), 0);
+        // What is left of the run, but the full Δt when that is Δt up to
+        // rounding: a run extended from its end then continues bit for bit
+        // as one longer run would have.
+        let left = clock.t_final - time;
+        let plan = solver.begin_step(&world, time, if left >= clock.dt * (1.0 - 1e-9) { clock.dt } else { left }, 0);
         world.drop_contacts(&plan.drop);
         // Output after this step: the run's last, every n-th, or possibly the last quiet one.
         let maybe_static = scene.simulation.until_static.is_some() && clock.quiet + 1 >= STATIC_STEPS;
