@@ -242,7 +242,7 @@ impl StepTally {
     fn adopt(&mut self, world: &World, tables: &[(String, FlatRecords)], checkpoint_step: u64) {
         let comm = world.comm();
         let to_root = |name: &str, n_u: usize| {
-            let t = crate::history::table(tables, name).filter(|t| t.n_u == n_u).cloned().unwrap_or_else(|| FlatRecords::new(n_u, if n_u == 1 { 1 } else { 3 }));
+            let t = tables.iter().find(|(n, t)| n == name && t.n_u == n_u).map(|(_, t)| t).cloned().unwrap_or_else(|| FlatRecords::new(n_u, if n_u == 1 { 1 } else { 3 }));
             crate::parallel::records::send_to(comm, &t, &vec![0; t.len()])
         };
         let (steps, totals) = (to_root(RUN_STEPS_TABLE, 1), to_root(RUN_TOTALS_TABLE, 0));
