@@ -4,7 +4,7 @@
 //! The loop knows the physics only through the [`Solver`] trait.
 use crate::body::Bodies;
 use crate::contact::WALL_ID_BASE;
-use crate::io::{self, FrameWriter, IoError, SolverState};
+use crate::io::{self, FlatRecords, FrameWriter, IoError, SolverState};
 use crate::logging::num;
 use crate::parallel::domain::Domain;
 use crate::parallel::{self, Comm};
@@ -89,6 +89,9 @@ pub struct Summary {
     pub contacts: u64,
     /// Candidate pairs in the Verlet lists at the end (all ranks).
     pub candidate_pairs: u64,
+    /// The first step the tallies below cover: 1, unless the run was
+    /// restarted from a checkpoint that did not keep them.
+    pub tallies_from_step: u64,
     /// Neighbour-list rebuilds (migrate + ghosts + Verlet) and RCB rebalances.
     pub rebuilds: u64,
     pub rebalances: u64,
@@ -118,6 +121,12 @@ pub struct Summary {
     pub peak_rss_mb: [f64; 3],
     /// Largest number of bodies any rank held at once during start-up.
     pub startup_max_bodies: u64,
+    /// The run stopped on a signal (SIGUSR1, SIGTERM) before its end.
+    pub interrupted: bool,
+    /// When interrupted: the checkpoint it wrote, to continue with
+    /// `stiffgrain restart <resume_from>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume_from: Option<PathBuf>,
     /// The solver's own counters (dem: night_owls, night_owl_redos,
     /// closed_pairs_dropped), as top-level keys.
     #[serde(flatten)]
@@ -132,33 +141,151 @@ pub struct WallState {
     pub removed: bool,
 }
 
-/// What the steps of a run reported, for summary.json.
-#[derive(Debug, Default)]
+/// What the steps of a run reported, for summary.json: this start's steps
+/// and what the earlier starts of the run (before the checkpoint it
+/// restarted from) added up to, so that summary.json covers the whole run.
+/// Checkpoints keep the tallies as two tables next to the World's
+/// (`RUN_STEPS_TABLE`, `RUN_TOTALS_TABLE`).
+#[derive(Debug)]
 struct StepTally {
+    /// The number of the first step held below.
+    first_step: u64,
+    /// Per step: solver iterations and Δt taken; earlier starts' first.
     iterations_per_step: Vec<u64>,
+    dt_per_step: Vec<f64>,
     linear_iterations: u64,
     rejected: u64,
-    dt_min: f64,
-    dt_max: f64,
-    dt_sum: f64,
+    /// This start's wall clock.
+    start: Instant,
+    /// Earlier starts: wall time, rebuilds, rebalances, bodies migrated,
+    /// and per phase [min, mean, max] seconds over ranks (rank 0's copy).
+    earlier_wall: f64,
+    earlier_counts: [u64; 3],
+    earlier_phases: BTreeMap<String, [f64; 3]>,
+}
+
+/// Checkpoint table of the steps so far: key step, u = [iterations], f = [Δt].
+const RUN_STEPS_TABLE: &str = "run_steps";
+/// Checkpoint table of the run's totals so far, key → f = [value, ...]:
+/// 0 wall time, 1 linear iterations, 2 rejected attempts, 3 rebuilds,
+/// 4 rebalances, 5 bodies migrated; a phase at `PHASE_KEY | hash(name)`
+/// with f = [min, mean, max].
+const RUN_TOTALS_TABLE: &str = "run_totals";
+const PHASE_KEY: u64 = 1 << 63;
+
+/// A phase name's key in `RUN_TOTALS_TABLE` (FNV-1a; below 2^63).
+fn phase_key(name: &str) -> u64 {
+    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    PHASE_KEY | (h >> 1)
 }
 
 impl StepTally {
-    fn add(&mut self, r: &StepReport) {
-        if self.iterations_per_step.is_empty() {
-            (self.dt_min, self.dt_max) = (r.dt, r.dt);
+    fn new(first_step: u64) -> Self {
+        Self {
+            first_step,
+            iterations_per_step: Vec::new(),
+            dt_per_step: Vec::new(),
+            linear_iterations: 0,
+            rejected: 0,
+            start: Instant::now(),
+            earlier_wall: 0.0,
+            earlier_counts: [0; 3],
+            earlier_phases: BTreeMap::new(),
         }
+    }
+
+    fn add(&mut self, r: &StepReport) {
         self.iterations_per_step.push(r.iterations);
+        self.dt_per_step.push(r.dt);
         self.linear_iterations += r.linear_iterations;
         self.rejected += r.rejected;
-        self.dt_min = self.dt_min.min(r.dt);
-        self.dt_max = self.dt_max.max(r.dt);
-        self.dt_sum += r.dt;
     }
 
     fn dt_taken(&self) -> [f64; 3] {
-        let n = self.iterations_per_step.len().max(1) as f64;
-        [self.dt_min, self.dt_sum / n, self.dt_max]
+        let d = &self.dt_per_step;
+        if d.is_empty() {
+            return [0.0; 3];
+        }
+        let (lo, hi) = d.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        [lo, d.iter().sum::<f64>() / d.len() as f64, hi]
+    }
+
+    /// The whole run's wall time, counters and phases so far (collective).
+    fn totals(&self, world: &World) -> (f64, [u64; 3], BTreeMap<String, [f64; 3]>) {
+        let comm = world.comm();
+        let ranks = comm.size() as f64;
+        let mut phases = BTreeMap::new();
+        for (name, secs) in world.timers().iter() {
+            let max = parallel::max_f64(comm, secs);
+            let min = -parallel::max_f64(comm, -secs);
+            let mean = parallel::sum_f64(comm, secs) / ranks;
+            // Earlier starts' [min, mean, max] add up as such: the mean is
+            // exact, min and max bound the whole run's per-rank extremes.
+            let e = self.earlier_phases.get(name).copied().unwrap_or([0.0; 3]);
+            phases.insert(name.to_string(), [min + e[0], mean + e[1], max + e[2]]);
+        }
+        let migrated = parallel::sum_u64(comm, world.migrated());
+        let [r, b, m] = self.earlier_counts;
+        let counts = [r + world.rebuilds(), b + world.rebalances(), m + migrated];
+        (self.earlier_wall + self.start.elapsed().as_secs_f64(), counts, phases)
+    }
+
+    /// The tallies as checkpoint tables: filled on rank 0, empty elsewhere
+    /// (the checkpoint spreads them). Collective.
+    fn tables(&self, world: &World) -> [(String, FlatRecords); 2] {
+        let (wall, [rebuilds, rebalances, migrated], phases) = self.totals(world);
+        let mut steps = FlatRecords::new(1, 1);
+        let mut totals = FlatRecords::new(0, 3);
+        if world.comm().rank() == 0 {
+            for (k, (&it, &dt)) in self.iterations_per_step.iter().zip(&self.dt_per_step).enumerate() {
+                steps.push(self.first_step + k as u64, &[it], &[dt]);
+            }
+            let scalars = [wall, self.linear_iterations as f64, self.rejected as f64, rebuilds as f64, rebalances as f64, migrated as f64];
+            for (k, v) in scalars.into_iter().enumerate() {
+                totals.push(k as u64, &[], &[v, 0.0, 0.0]);
+            }
+            for (name, v) in &phases {
+                totals.push(phase_key(name), &[], v);
+            }
+        }
+        [(RUN_STEPS_TABLE.to_string(), steps), (RUN_TOTALS_TABLE.to_string(), totals)]
+    }
+
+    /// Takes the earlier starts' tallies from a checkpoint's tables (each
+    /// rank holds a slab) to rank 0. Without them (a checkpoint from before
+    /// they were kept) the tallies start at the checkpoint. Collective.
+    fn adopt(&mut self, world: &World, tables: &[(String, FlatRecords)], checkpoint_step: u64) {
+        let comm = world.comm();
+        let to_root = |name: &str, n_u: usize| {
+            let t = tables.iter().find(|(n, t)| n == name && t.n_u == n_u).map(|(_, t)| t).cloned().unwrap_or_else(|| FlatRecords::new(n_u, if n_u == 1 { 1 } else { 3 }));
+            crate::parallel::records::send_to(comm, &t, &vec![0; t.len()])
+        };
+        let (steps, totals) = (to_root(RUN_STEPS_TABLE, 1), to_root(RUN_TOTALS_TABLE, 0));
+        let mut order: Vec<usize> = (0..steps.len()).filter(|&i| steps.keys[i] <= checkpoint_step).collect();
+        order.sort_by_key(|&i| steps.keys[i]);
+        // Only a complete run of steps ending at the checkpoint counts.
+        let first = order.first().map_or(checkpoint_step + 1, |&i| steps.keys[i]);
+        if order.len() as u64 != checkpoint_step + 1 - first {
+            return;
+        }
+        self.first_step = first;
+        self.iterations_per_step = order.iter().map(|&i| steps.u_row(i)[0]).collect();
+        self.dt_per_step = order.iter().map(|&i| steps.f_row(i)[0]).collect();
+        let names: Vec<&str> = world.timers().iter().map(|(n, _)| n).collect();
+        for i in 0..totals.len() {
+            let (k, f) = (totals.keys[i], totals.f_row(i));
+            match k {
+                0 => self.earlier_wall = f[0],
+                1 => self.linear_iterations = f[0] as u64,
+                2 => self.rejected = f[0] as u64,
+                3..=5 => self.earlier_counts[k as usize - 3] = f[0] as u64,
+                _ => {
+                    if let Some(n) = names.iter().find(|n| phase_key(n) == k) {
+                        self.earlier_phases.insert(n.to_string(), [f[0], f[1], f[2]]);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -290,9 +417,11 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let mut world = World::new(comm, scene, bodies, opts.domain.clone(), rebalance, &solver.history());
     let n_global = parallel::sum_u64(comm, world.n_owned() as u64);
     solver.phases().iter().for_each(|p| world.add_phase(p));
-    if opts.restart.is_some() {
+    let mut tally = StepTally::new(opts.restart.map_or(1, |(step, _)| step + 1));
+    if let Some((step, _)) = opts.restart {
         solver.restore(comm, opts.restart_state.clone()).map_err(|e| RunError::Input(format!("checkpoint: {e}")))?;
         world.restore(&opts.restart_world);
+        tally.adopt(&world, &opts.restart_world.history, step);
     }
     let mut clock = Clock::new(scene, opts.restart, solver.adaptive());
     if opts.restart.is_none() {
@@ -316,7 +445,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         frames.write_frame_and_series(0, 0.0, clock.dt, world.bodies(), world.n_owned(), table, Some(&row))?;
     }
     log::info!("{}", Thermo::HEADER);
-    let mut tally = StepTally::default();
+    let mut resume_from = None;
     let every = |n: u64, step: u64| n > 0 && step % n == 0;
     while !clock.at_end() {
         clock.step += 1;
@@ -330,17 +459,22 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         if solver.rolls_back() {
             world.begin_step();
         }
-        let plan = solver.begin_step(&world, time, clock.dt.min(clock.t_final - time), 0);
+        // What is left of the run, but the full Δt when that is Δt up to
+        // rounding: a run extended from its end then continues bit for bit
+        // as one longer run would have.
+        let left = clock.t_final - time;
+        let plan = solver.begin_step(&world, time, if left >= clock.dt * (1.0 - 1e-9) { clock.dt } else { left }, 0);
         world.drop_contacts(&plan.drop);
         // Output after this step: the run's last, every n-th, or possibly the last quiet one.
         let maybe_static = scene.simulation.until_static.is_some() && clock.quiet + 1 >= STATIC_STEPS;
         let output = clock.t_final - (time + plan.dt) <= 1e-9 * clock.dt || every(scene.output.every, step) || maybe_static;
-        let report = match take_step(&mut world, solver.as_mut(), step, time, plan.dt, output) {
+        let report = match take_step(&mut world, solver.as_mut(), &tally, step, time, plan.dt, output) {
             Err(RunError::Interrupted { step, time, path }) => {
                 (clock.step, clock.time) = (step, time);
                 if comm.rank() == 0 {
-                    println!("stopped by a signal inside step {} (at t = {time:e}); resume with: stiffgrain restart {}", step + 1, path.display());
+                    println!("stopped by a signal inside step {} (at t = {}); resume with: stiffgrain restart {}", step + 1, num(time), path.display());
                 }
+                resume_from = Some(path);
                 break;
             }
             r => r?,
@@ -361,13 +495,15 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             world.timers().time("output", || frames.write_frame_and_series(step, time, report.dt, b, n, table, Some(&row)))?;
         }
         if every(scene.output.checkpoint_every, step) || (last && scene.output.checkpoint_at_end) {
-            write_checkpoint(&world, solver.as_ref(), step, clock.time, report.dt)?;
+            write_checkpoint(&world, solver.as_ref(), &tally, step, clock.time, report.dt)?;
         }
-        if parallel::signals::agreed(comm) {
-            let path = write_checkpoint(&world, solver.as_ref(), step, clock.time, report.dt)?;
+        // A signal after the last step changes nothing: the run is complete.
+        if !last && parallel::signals::agreed(comm) {
+            let path = write_checkpoint(&world, solver.as_ref(), &tally, step, clock.time, report.dt)?;
             if comm.rank() == 0 {
                 println!("stopped by a signal after step {step} (t = {}); resume with: stiffgrain restart {}", num(clock.time), path.display());
             }
+            resume_from = Some(path);
             break;
         }
         if last || every(scene.output.thermo_every, step) || thermo.overdue(comm) {
@@ -381,7 +517,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     if clock.quiet >= STATIC_STEPS && comm.rank() == 0 {
         log::info!("static: every body slower than {} m/s for {STATIC_STEPS} steps at t = {}", num(scene.simulation.until_static.unwrap_or(0.0)), num(clock.time));
     }
-    finish(&world, solver.as_ref(), &clock, n_global, tally, wall0, opts.startup_max_bodies)
+    finish(&world, solver.as_ref(), &clock, n_global, tally, resume_from, opts.startup_max_bodies)
 }
 
 /// The run's first line: what runs where, and until when.
@@ -411,7 +547,15 @@ fn start_line(scene: &Scene, world: &World, clock: &Clock, n_global: u64, adapti
 /// search at an attempt's end, the roll-back of a redo). A failed attempt
 /// leaves the bodies at the step's start: they are checkpointed and the
 /// run stops.
-fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, mut dt: f64, output: bool) -> Result<StepReport, RunError> {
+fn take_step(
+    world: &mut World,
+    solver: &mut dyn Solver,
+    tally: &StepTally,
+    step: u64,
+    time: f64,
+    mut dt: f64,
+    output: bool,
+) -> Result<StepReport, RunError> {
     let mut earlier = StepReport::default();
     let (mut attempt, mut rolled_back) = (0, false);
     loop {
@@ -423,7 +567,7 @@ fn take_step(world: &mut World, solver: &mut dyn Solver, step: u64, time: f64, m
         let mut report = match world.attempt((step, time, dt, output), |ctx, bodies, forces, history| solver.step(ctx, bodies, forces, history)) {
             Ok(r) => r,
             Err(e) => {
-                let path = write_checkpoint(world, solver, step - 1, time, dt)?;
+                let path = write_checkpoint(world, solver, tally, step - 1, time, dt)?;
                 if matches!(e, SolverError::Interrupted) {
                     return Err(RunError::Interrupted { step: step - 1, time, path });
                 }
@@ -522,20 +666,14 @@ fn finish(
     clock: &Clock,
     n_global: u64,
     tally: StepTally,
-    wall0: Instant,
+    resume_from: Option<PathBuf>,
     startup_max_bodies: u64,
 ) -> Result<Summary, RunError> {
     let comm = world.comm();
     let (rank, ranks) = (comm.rank() as usize, comm.size() as usize);
     let out_dir = &world.scene().output.dir;
-    let wall_time = wall0.elapsed().as_secs_f64();
-    let mut phases = BTreeMap::new();
-    for (name, secs) in world.timers().iter() {
-        let max = parallel::max_f64(comm, secs);
-        let min = -parallel::max_f64(comm, -secs);
-        let mean = parallel::sum_f64(comm, secs) / ranks as f64;
-        phases.insert(name.to_string(), [min, mean, max]);
-    }
+    // The whole run's: this start's and, on rank 0, the earlier starts'.
+    let (wall_time, [rebuilds, rebalances, bodies_migrated], phases) = tally.totals(world);
     let peak_rss_mb = parallel::memory::min_mean_max(comm, parallel::memory::peak_rss() as f64 / 1e6);
     let startup_max_bodies = parallel::max_f64(comm, startup_max_bodies as f64) as u64;
     let summary = Summary {
@@ -548,9 +686,10 @@ fn finish(
         reached_static: clock.quiet >= STATIC_STEPS,
         contacts: parallel::sum_u64(comm, world.contacts().len() as u64),
         candidate_pairs: parallel::sum_u64(comm, world.candidate_pairs() as u64),
-        rebuilds: world.rebuilds(),
-        rebalances: world.rebalances(),
-        bodies_migrated: parallel::sum_u64(comm, world.migrated()),
+        tallies_from_step: tally.first_step,
+        rebuilds,
+        rebalances,
+        bodies_migrated,
         owned_bodies: parallel::memory::min_mean_max(comm, world.n_owned() as f64),
         work_per_rank: parallel::memory::min_mean_max(comm, world.work().iter().sum()),
         kinetic_energy: world.kinetic_energy(),
@@ -573,6 +712,8 @@ fn finish(
             .collect(),
         peak_rss_mb,
         startup_max_bodies,
+        interrupted: resume_from.is_some(),
+        resume_from,
         solver_stats: solver.summary(comm),
     };
     if rank == 0 {
@@ -592,9 +733,10 @@ fn finish(
             );
         }
         log::info!(
-            "done: steps {}..{} in {wall_time:.2} s ({} neighbour rebuilds); wrote {}",
+            "done: steps {}..{} in {:.2} s ({} neighbour rebuilds); wrote {}",
             clock.first_step + 1,
             clock.step,
+            tally.start.elapsed().as_secs_f64(),
             world.rebuilds(),
             out_dir.display()
         );
@@ -602,11 +744,12 @@ fn finish(
     Ok(summary)
 }
 
-fn write_checkpoint(world: &World, solver: &dyn Solver, step: u64, time: f64, dt: f64) -> Result<PathBuf, RunError> {
+fn write_checkpoint(world: &World, solver: &dyn Solver, tally: &StepTally, step: u64, time: f64, dt: f64) -> Result<PathBuf, RunError> {
     let (comm, scene) = (world.comm(), world.scene());
     let dir = &scene.output.dir;
     let path = io::checkpoint_path(dir, step);
-    let (state, world_state) = (solver.state(), world.state());
+    let (state, mut world_state) = (solver.state(), world.state());
+    world_state.history.extend(tally.tables(world));
     io::check_space(comm, &path, checkpoint_bytes(world, &state, &world_state.history), "the checkpoint")?;
     io::write_checkpoint(comm, &path, step, time, dt, scene, world.bodies(), world.n_owned(), &state, &world_state)?;
     let pruned = if comm.rank() == 0 { io::prune_checkpoints(dir, scene.output.checkpoint_keep, &scene.run_id).map(|_| ()) } else { Ok(()) };

@@ -166,7 +166,15 @@ fn sbatch_scripts_pass_bash_n() {
     let run = fs::read_to_string(root().join("slurm/run.sbatch")).unwrap();
     assert!(run.contains("#SBATCH --signal=B:USR1@120"));
     assert!(run.contains("scontrol requeue"));
-    for s in ["scripts/scaling", "scripts/plot", "scripts/srun-local", "scripts/py/venv.sh"] {
+    for name in ["run.sbatch", "strong-scaling.sbatch", "weak-scaling.sbatch"] {
+        let text = fs::read_to_string(root().join("slurm").join(name)).unwrap();
+        // Placeholders only: a partition or account that is set fails on every other cluster.
+        assert!(text.contains("##SBATCH --partition=") && text.contains("##SBATCH --account="), "{name}: no site placeholders");
+        assert!(!text.contains("\n#SBATCH --partition") && !text.contains("\n#SBATCH --account"), "{name}: a site setting");
+        assert!(text.contains("#SBATCH --ntasks=2\n"), "{name}: the default task count should fit a small node");
+        assert!(text.contains("SRUN_MPI"), "{name}: the MPI plugin cannot be chosen");
+    }
+    for s in ["scripts/scaling", "scripts/plot", "scripts/srun-local", "scripts/slurm-local", "scripts/py/venv.sh"] {
         let out = Command::new("bash").arg("-n").arg(root().join(s)).output().unwrap();
         assert!(out.status.success(), "bash -n {s}: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -262,9 +270,11 @@ fn run_sbatch_runs_and_refuses_to_redo_a_finished_run() {
 }
 
 /// The requeue pattern with a stand-in program (the checkpoint-on-signal side
-/// is the program's): USR1 to the batch shell reaches the step, the step
-/// prints "resume with: ...", the job requeues itself; the next start
-/// restarts from the newest checkpoint.
+/// is the program's, tested in tests/signals.rs and tests/slurm.rs): USR1 to
+/// the batch shell reaches the step, the step writes summary.json with
+/// "interrupted": true and its checkpoint, the job requeues itself; the next
+/// start restarts from the checkpoint summary.json names. TERM (scancel)
+/// reaches the step too but does not requeue.
 #[test]
 fn run_sbatch_forwards_usr1_requeues_and_resumes() {
     let tmp = tempfile::tempdir().unwrap();
@@ -278,9 +288,15 @@ fn run_sbatch_forwards_usr1_requeues_and_resumes() {
 echo "fake-stiffgrain $*" >> {calls}
 out={out}
 mkdir -p "$out"
-trap 'touch "$out/checkpoint-000007.h5"; echo "stopped at step 7; resume with: stiffgrain restart $out/checkpoint-000007.h5"; exit 0' USR1 TERM
+stop() {{
+  touch "$out/checkpoint-000007.h5"
+  printf '{{\n  "steps": 7,\n  "interrupted": true,\n  "resume_from": "%s"\n}}\n' "$out/checkpoint-000007.h5" > "$out/summary.json"
+  echo "stopped at step 7; resume with: stiffgrain restart $out/checkpoint-000007.h5"
+  exit 0
+}}
+trap stop USR1 TERM
 for i in $(seq 300); do sleep 0.1; done
-echo "ran to the end"; echo '{{}}' > "$out/summary.json"; touch "$out/frames.h5"
+echo "ran to the end"; printf '{{\n  "steps": 9,\n  "interrupted": false\n}}\n' > "$out/summary.json"; touch "$out/frames.h5"
 "#,
             calls = tmp.path().join("calls.log").display(),
             out = outdir.display()
@@ -291,44 +307,55 @@ echo "ran to the end"; echo '{{}}' > "$out/summary.json"; touch "$out/frames.h5"
         ("OUTDIR", outdir.display().to_string()),
         ("SLURM_NTASKS", "1".to_string()),
     ];
-    let child = sbatch("slurm/run.sbatch", &bin, &env)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the step runs, then signal the batch shell only (as --signal=B: does).
     let calls = tmp.path().join("calls.log");
-    for _ in 0..200 {
-        if calls.exists() {
-            break;
+    // Starts run.sbatch, waits until the step runs (`n` calls so far), then
+    // signals the batch shell only (as --signal=B: does); its stdout.
+    let start_and_signal = |signal: &str, n: usize| {
+        let child = sbatch("slurm/run.sbatch", &bin, &env)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            fs::read_to_string(&calls).map(|s| s.lines().count()).unwrap_or(0) == n
+        });
+        assert!(started, "the step never started");
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        let st = Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap();
+        assert!(st.success());
+        let out = child.wait_with_output().unwrap();
+        // The stand-in srun is mpirun, which ends with status 1 on TERM (srun passes it on).
+        if signal == "TERM" {
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        } else {
+            ok(out, &format!("run.sbatch with {signal}"))
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert!(calls.exists(), "the step never started");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let st = Command::new("kill").args(["-USR1", &child.id().to_string()]).status().unwrap();
-    assert!(st.success());
-    let stdout = ok(child.wait_with_output().unwrap(), "run.sbatch with USR1");
+    };
+    let stdout = start_and_signal("USR1", 1);
     assert!(stdout.contains("resume with: stiffgrain restart"), "{stdout}");
     let req = fs::read_to_string(bin.join("scontrol.log")).expect("scontrol was not called");
     assert_eq!(req.trim(), "requeue 4242");
-    // The requeued start resumes from the newest checkpoint.
+    // The requeued start resumes from the checkpoint summary.json names, not
+    // from a newer-looking file; TERM stops it without a requeue.
     fs::write(outdir.join("checkpoint-000003.h5"), "").unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    let t = std::time::SystemTime::now();
-    fs::File::options().write(true).open(outdir.join("checkpoint-000007.h5")).unwrap().set_modified(t).unwrap();
-    let mut c = sbatch("slurm/run.sbatch", &bin, &env);
-    let child = c.stdout(std::process::Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1000));
-    let _ = Command::new("kill").args(["-USR1", &child.id().to_string()]).status();
-    let stdout = ok(child.wait_with_output().unwrap(), "run.sbatch resumed");
+    fs::write(outdir.join("checkpoint-000009.h5.tmp"), "").unwrap();
+    let stdout = start_and_signal("TERM", 2);
     assert!(stdout.contains("resuming from"), "{stdout}");
-    let calls = fs::read_to_string(&calls).unwrap();
-    let last = calls.lines().last().unwrap();
+    assert!(stdout.contains("TERM (cancelled)"), "{stdout}");
+    let text = fs::read_to_string(&calls).unwrap();
+    let last = text.lines().last().unwrap();
     assert!(
         last.contains(&format!("restart {}", outdir.join("checkpoint-000007.h5").display())),
-        "second start should restart from the newest checkpoint: {calls}"
+        "the second start should restart from summary.json's resume_from: {text}"
     );
+    let req = fs::read_to_string(bin.join("scontrol.log")).unwrap();
+    assert_eq!(req.lines().count(), 1, "TERM (scancel) requeued the job: {req}");
+    // A start after a run that ended does nothing.
+    fs::write(outdir.join("summary.json"), "{\n  \"interrupted\": false\n}\n").unwrap();
+    let stdout = ok(sbatch("slurm/run.sbatch", &bin, &env).output().unwrap(), "run.sbatch after the end");
+    assert!(stdout.contains("nothing to do"), "{stdout}");
+    assert_eq!(fs::read_to_string(&calls).unwrap().lines().count(), 2);
 }
 
 /// Decodes PNGs with the venv's matplotlib: per file "name colours std".

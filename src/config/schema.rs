@@ -643,8 +643,9 @@ pub struct OutputCfg {
     #[serde(default = "default_keep")]
     pub checkpoint_keep: usize,
     /// Also checkpoint after the run's last step (t_end or until_static), so
-    /// that `restart --set ...` continues from the end. Default false.
-    #[serde(default)]
+    /// that a finished run can be extended:
+    /// `stiffgrain restart CHECKPOINT --set simulation.t_end=...`.
+    #[serde(default = "default_true")]
     pub checkpoint_at_end: bool,
     /// A thermo line (log.txt and the terminal) every this many steps.
     #[serde(default = "default_every")]
@@ -663,7 +664,7 @@ impl Default for OutputCfg {
             every: default_every(),
             checkpoint_every: 0,
             checkpoint_keep: default_keep(),
-            checkpoint_at_end: false,
+            checkpoint_at_end: true,
             thermo_every: default_every(),
             thermo_seconds: default_thermo_seconds(),
         }
@@ -681,6 +682,10 @@ fn default_every() -> u64 {
 }
 fn default_keep() -> usize {
     2
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// The CD step's contact solve (cd, and the CD step of compatible-cd; the

@@ -21,7 +21,10 @@
 //!              f N×n_f f64 (sorted by key, then u, then f)
 //! /history/    the World's history store (`crate::history`) in the same
 //!              layout: tables "body" (key body id) and "contact" (key body
-//!              a, u = b, sub_a, sub_b); version = the store's layout (1)
+//!              a, u = b, sub_a, sub_b); version = the store's layout (1);
+//!              beside them the World's "world" (reference positions) and
+//!              the driver's "run_steps" and "run_totals" (the tallies of
+//!              summary.json, `driver::StepTally`), read as absent when missing
 //! ```
 //!
 //! Format version 2 (before the history store) has no `/history` and is
