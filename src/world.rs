@@ -70,6 +70,10 @@ pub struct World<'a> {
     body_depths: Option<BodyDepths>,
     /// Owned positions when the ghost lists were last built.
     reference: Vec<Vector3<f64>>,
+    /// A restart's per-body work ([`World::work`]) as the checkpointed run
+    /// had it, until the restarted run detects its own contacts: the first
+    /// rebalance decision and cuts are then the uninterrupted run's.
+    restored_work: Option<Vec<f64>>,
     timers: Timers,
     /// Neighbour-list rebuilds (migrate + borders) so far (the same on every rank).
     rebuilds: u64,
@@ -136,6 +140,7 @@ impl<'a> World<'a> {
             params: DetectParams { entity_lists: scene.contact.entity_lists, ..DetectParams::new(scene.contact.skin, scene.contact.distance) },
             body_depths: None,
             reference: Vec::new(),
+            restored_work: None,
             timers: Timers::default(),
             rebuilds: 0,
             rebalances: 0,
@@ -231,14 +236,16 @@ impl<'a> World<'a> {
     }
 
     /// What a checkpoint keeps of the World: the history tables, the
-    /// neighbour lists' reference positions (table "world": when the next
-    /// rebuild happens) and the decomposition.
+    /// neighbour lists' reference positions and each body's work (table
+    /// "world": when the next rebuild happens, and whether and where it
+    /// rebalances) and the decomposition.
     pub fn state(&self) -> WorldState {
         let n = self.layout.n_owned;
         let mut history = self.history.tables();
-        let mut reference = FlatRecords::with_capacity(0, 3, n);
+        let mut reference = FlatRecords::with_capacity(0, 4, n);
+        let work = self.work();
         for (i, p) in self.reference.iter().enumerate().take(n) {
-            reference.push(self.bodies.id[i], &[], p.as_slice());
+            reference.push(self.bodies.id[i], &[], &[p.x, p.y, p.z, work[i]]);
         }
         history.push((WORLD_TABLE.to_string(), reference));
         WorldState { history, domain: self.domain.to_flat() }
@@ -249,14 +256,21 @@ impl<'a> World<'a> {
     pub fn restore(&mut self, state: &WorldState) {
         let owned = self.bodies.id[..self.layout.n_owned].to_vec();
         self.history.adopt(self.comm, &state.history, &owned);
-        let empty = FlatRecords::new(0, 3);
-        let reference = crate::history::table(&state.history, WORLD_TABLE).filter(|r| r.n_f == 3 && r.n_u == 0).unwrap_or(&empty);
+        let empty = FlatRecords::new(0, 4);
+        // Older checkpoints kept the positions alone (3 columns).
+        let reference = crate::history::table(&state.history, WORLD_TABLE).filter(|r| (r.n_f == 3 || r.n_f == 4) && r.n_u == 0).unwrap_or(&empty);
         let got = crate::history::route_to_owners(self.comm, reference, &owned);
         let at: std::collections::HashMap<u64, usize> = owned.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+        let mut work = (got.n_f == 4).then(|| vec![1.0; owned.len()]);
         for k in 0..got.len() {
             let f = got.f_row(k);
-            self.reference[at[&got.keys[k]]] = Vector3::new(f[0], f[1], f[2]);
+            let i = at[&got.keys[k]];
+            self.reference[i] = Vector3::new(f[0], f[1], f[2]);
+            if let Some(w) = work.as_mut() {
+                w[i] = f[3];
+            }
         }
+        self.restored_work = work;
     }
 
     pub fn timers(&self) -> &Timers {
@@ -350,6 +364,9 @@ impl<'a> World<'a> {
     /// the smaller-id body of, which this rank detects and assembles), from
     /// the last detection.
     pub fn work(&self) -> Vec<f64> {
+        if let Some(w) = &self.restored_work {
+            return w.clone();
+        }
         let n = self.layout.n_owned;
         let mut work = vec![1.0; n];
         for &i in &self.contacts.ia {
@@ -405,6 +422,7 @@ impl<'a> World<'a> {
     /// Stage 2: contacts of the owned bodies (each contact on one rank),
     /// or those a solver's search already found for this configuration.
     pub fn detect(&mut self) {
+        self.restored_work = None;
         if let Some((c, f)) = self.next.take() {
             self.contacts = c;
             self.contact_fixed = f;
