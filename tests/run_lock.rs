@@ -107,7 +107,7 @@ fn a_checkpoint_of_another_run_is_refused_and_never_pruned() {
     // pruning: A's checkpoints are not its own and stay.
     // (Every 7 steps: --overwrite replaces files of the same name.)
     let cfg_c = write(tmp.path(), "c", &scene(1, 0.05), &a);
-    let text = std::fs::read_to_string(&cfg_c).unwrap().replace("checkpoint_keep = 2", "checkpoint_keep = 1").replace("checkpoint_every = 10", "checkpoint_every = 7");
+    let text = std::fs::read_to_string(&cfg_c).unwrap().replace("checkpoint_keep = 2", "checkpoint_keep = 1").replace("checkpoint_every = 10", "checkpoint_every = 7\ncheckpoint_at_end = true");
     std::fs::write(&cfg_c, text).unwrap();
     common::mpirun_ok(2, &common::stiffgrain(), &["run", cfg_c.to_str().unwrap(), "--overwrite"]);
     let after = checkpoints(&a);
@@ -115,5 +115,5 @@ fn a_checkpoint_of_another_run_is_refused_and_never_pruned() {
         assert!(after.contains(k), "{k} of the earlier run was pruned: {after:?}");
     }
     assert_eq!(after.len(), cks_a.len() + 1, "the new run keeps one of its own: {after:?}");
-    assert!(after.contains(&"checkpoint-000049.h5".to_string()), "{after:?}");
+    assert!(after.contains(&"checkpoint-000050.h5".to_string()), "the new run's last, at its end: {after:?}");
 }
