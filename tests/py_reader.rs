@@ -37,66 +37,9 @@ fn venv_python(modules: &str) -> Option<PathBuf> {
     None
 }
 
-/// 18 spheres (3×3×2 lattice, 0.1 mm apart) in a box of four fixed side
-/// walls touching them, on a floor 0.5 mm below rising at 5 cm/s from
-/// t = 0: the pack lands on it and rides up; every step a frame.
+/// The pack of `common::rising_floor_box`, with more `[output]` keys.
 fn scene(extra: &str) -> String {
-    format!(
-        r#"
-[simulation]
-solver = "cd"
-t_end = 0.03
-dt = 1e-3
-gravity = [0.0, 0.0, -9.81]
-
-[[material]]
-name = "m"
-density = {RHO}
-
-[[shape]]
-name = "s"
-kind = "sphere"
-radius = {R}
-
-[[generate]]
-kind = "lattice"
-shape = "s"
-origin = [{R}, {R}, {R}]
-count = [3, 3, 2]
-gap = 1e-4
-
-[[wall]]
-point = [0.0, 0.0, -5e-4]
-normal = [0.0, 0.0, 1.0]
-velocity = [0.0, 0.0, 0.05]
-
-[[wall]]
-point = [0.0, 0.0, 0.0]
-normal = [1.0, 0.0, 0.0]
-
-[[wall]]
-point = [0.0, 0.0, 0.0]
-normal = [0.0, 1.0, 0.0]
-
-[[wall]]
-point = [0.0602, 0.0602, 0.0]
-normal = [-1.0, 0.0, 0.0]
-
-[[wall]]
-point = [0.0602, 0.0602, 0.0]
-normal = [0.0, -1.0, 0.0]
-
-[solver]
-tolerance = 1e-12
-max_iterations = 100000
-
-[output]
-dir = "OUTDIR"
-every = 1
-thermo_every = 10
-{extra}
-"#
-    )
+    common::rising_floor_box().output(extra).toml()
 }
 
 fn read(py: &Path, out: &Path) -> Value {

@@ -22,29 +22,6 @@ fn pile(solver: &str, t_end: f64, dt: f64, extra: &str) -> Spheres {
         .output("every = 25\ncheckpoint_every = 50")
 }
 
-/// Every dataset of the last frame of `out/frames.h5`, by path, as bits.
-fn last_frame(out: &Path) -> Vec<(String, Vec<u64>)> {
-    let f = hdf5::File::open(out.join("frames.h5")).unwrap();
-    let frames = f.group("frames").unwrap();
-    let mut names = frames.member_names().unwrap();
-    names.sort();
-    let g = frames.group(names.last().unwrap()).unwrap();
-    let mut v = Vec::new();
-    for part in ["bodies", "contacts"] {
-        let p = g.group(part).unwrap();
-        let mut ds = p.member_names().unwrap();
-        ds.sort();
-        for name in ds {
-            let d = p.dataset(&name).unwrap();
-            let bits: Vec<u64> = match d.read_raw::<f64>() {
-                Ok(x) => x.iter().map(|x| x.to_bits()).collect(),
-                Err(_) => d.read_raw::<u64>().map(|x| x.to_vec()).or_else(|_| d.read_raw::<u32>().map(|x| x.iter().map(|&u| u as u64).collect())).unwrap_or_default(),
-            };
-            v.push((format!("{}/{part}/{name}", names.last().unwrap()), bits));
-        }
-    }
-    v
-}
 
 fn check(solver: &str, np: usize, dt: f64, extra: &str) {
     let tmp = tempfile::tempdir().unwrap();
@@ -67,7 +44,7 @@ fn check(solver: &str, np: usize, dt: f64, extra: &str) {
     assert!(cp.exists(), "{solver}: no checkpoint at step {n}");
     common::mpirun_ok(np, &common::stiffgrain(), &["restart", cp.to_str().unwrap(), "--set", &format!("simulation.t_end={t_full:?}")]);
 
-    let (a, b) = (last_frame(&full), last_frame(&part));
+    let (a, b) = (common::last_frame_bits(&full), common::last_frame_bits(&part));
     assert_eq!(a.iter().map(|x| &x.0).collect::<Vec<_>>(), b.iter().map(|x| &x.0).collect::<Vec<_>>(), "{solver} on {np}: other frames or datasets");
     let contacts = a.iter().find(|x| x.0.ends_with("contacts/body_a")).map_or(0, |x| x.1.len());
     assert!(contacts > 5, "{solver} on {np}: only {contacts} contacts at the end");
@@ -124,7 +101,7 @@ fn a_restart_rebalances_where_the_run_would_have() {
         let cfg = tmp.path().join(format!("full-{np}.toml"));
         std::fs::write(&cfg, text(&full)).unwrap();
         common::mpirun_ok(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
-        let a = last_frame(&full);
+        let a = common::last_frame_bits(&full);
         for n in [10, 20, 30] {
             let part = tmp.path().join(format!("part-{np}-{n}"));
             std::fs::create_dir_all(&part).unwrap();
@@ -132,7 +109,7 @@ fn a_restart_rebalances_where_the_run_would_have() {
             std::fs::copy(full.join(format!("checkpoint-{n:06}.h5")), &cp).unwrap();
             std::fs::copy(full.join("frames.h5"), part.join("frames.h5")).unwrap();
             common::mpirun_ok(np, &common::stiffgrain(), &["restart", cp.to_str().unwrap(), "--set", &format!("output.dir={}", part.display())]);
-            let b = last_frame(&part);
+            let b = common::last_frame_bits(&part);
             let differ: Vec<&str> = a.iter().zip(&b).filter(|(x, y)| x.1 != y.1).map(|(x, _)| x.0.as_str()).collect();
             assert!(differ.is_empty(), "{np} ranks, restart from step {n}: {differ:?} differ");
         }

@@ -37,36 +37,9 @@ fn summary(out: &Path) -> serde_json::Value {
     serde_json::from_str(&fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
 }
 
-/// Every dataset of the last frame of `out/frames.h5`, by path, as bits.
-fn last_frame(out: &Path) -> Vec<(String, Vec<u64>)> {
-    let f = hdf5::File::open(out.join("frames.h5")).unwrap();
-    let frames = f.group("frames").unwrap();
-    let mut names = frames.member_names().unwrap();
-    names.sort();
-    let g = frames.group(names.last().unwrap()).unwrap();
-    let mut v = Vec::new();
-    for part in ["bodies", "contacts"] {
-        let p = g.group(part).unwrap();
-        let mut ds = p.member_names().unwrap();
-        ds.sort();
-        for name in ds {
-            let d = p.dataset(&name).unwrap();
-            let bits: Vec<u64> = match d.read_raw::<f64>() {
-                Ok(x) => x.iter().map(|x| x.to_bits()).collect(),
-                Err(_) => d
-                    .read_raw::<u64>()
-                    .map(|x| x.to_vec())
-                    .or_else(|_| d.read_raw::<u32>().map(|x| x.iter().map(|&u| u as u64).collect()))
-                    .unwrap_or_default(),
-            };
-            v.push((format!("{}/{part}/{name}", names.last().unwrap()), bits));
-        }
-    }
-    v
-}
 
 fn assert_same_last_frame(a: &Path, b: &Path) {
-    let (x, y) = (last_frame(a), last_frame(b));
+    let (x, y) = (common::last_frame_bits(a), common::last_frame_bits(b));
     assert_eq!(x.iter().map(|d| &d.0).collect::<Vec<_>>(), y.iter().map(|d| &d.0).collect::<Vec<_>>(), "other frames or datasets");
     let differ: Vec<&str> = x.iter().zip(&y).filter(|(p, q)| p.1 != q.1).map(|(p, _)| p.0.as_str()).collect();
     assert!(differ.is_empty(), "{differ:?} differ between {} and {}", a.display(), b.display());

@@ -8,66 +8,9 @@ use std::path::Path;
 const R: f64 = 0.01;
 const RHO: f64 = 1000.0;
 
-/// 18 spheres (3×3×2 lattice, 0.1 mm apart) between fixed side walls, on a
-/// floor 0.5 mm below them rising at 5 cm/s (with rigid grains a pack
-/// pressed between two walls jams: its forces are not unique); frames
-/// every step.
+/// The pack of `common::rising_floor_box`.
 fn compression() -> String {
-    format!(
-        r#"
-[simulation]
-solver = "cd"
-t_end = 0.03
-dt = 1e-3
-gravity = [0.0, 0.0, -9.81]
-
-[[material]]
-name = "m"
-density = {RHO}
-
-[[shape]]
-name = "s"
-kind = "sphere"
-radius = {R}
-
-[[generate]]
-kind = "lattice"
-shape = "s"
-origin = [{R}, {R}, {R}]
-count = [3, 3, 2]
-gap = 1e-4
-
-[[wall]]
-point = [0.0, 0.0, -5e-4]
-normal = [0.0, 0.0, 1.0]
-velocity = [0.0, 0.0, 0.05]
-
-[[wall]]
-point = [0.0, 0.0, 0.0]
-normal = [1.0, 0.0, 0.0]
-
-[[wall]]
-point = [0.0, 0.0, 0.0]
-normal = [0.0, 1.0, 0.0]
-
-[[wall]]
-point = [0.0602, 0.0602, 0.0]
-normal = [-1.0, 0.0, 0.0]
-
-[[wall]]
-point = [0.0602, 0.0602, 0.0]
-normal = [0.0, -1.0, 0.0]
-
-[solver]
-tolerance = 1e-12
-max_iterations = 100000
-
-[output]
-dir = "OUTDIR"
-every = 1
-thermo_every = 10
-"#
-    )
+    common::rising_floor_box().toml()
 }
 
 struct Frame {

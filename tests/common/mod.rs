@@ -206,3 +206,44 @@ impl Spheres {
         self.toml().replace("OUTDIR", &out.display().to_string())
     }
 }
+
+/// 18 spheres of radius 0.01 m (3×3×2 lattice, 0.1 mm apart) in a box of
+/// four fixed side walls touching them, on a floor 0.5 mm below rising at
+/// 5 cm/s from t = 0 (cd, to t = 0.03 s): the pack lands on it and rides
+/// up, pressed between walls (its rigid forces are not unique); a frame
+/// every step.
+pub fn rising_floor_box() -> Spheres {
+    Spheres::new("cd", 0.03, 1e-3, [0.0, 0.0, -9.81], 0.01)
+        .lattice([0.01, 0.01, 0.01], [3, 3, 2], 1e-4, [0.0; 3])
+        .with("[[wall]]\npoint = [0.0, 0.0, -5e-4]\nnormal = [0.0, 0.0, 1.0]\nvelocity = [0.0, 0.0, 0.05]\n")
+        .with("[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [1.0, 0.0, 0.0]\n")
+        .with("[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n")
+        .with("[[wall]]\npoint = [0.0602, 0.0602, 0.0]\nnormal = [-1.0, 0.0, 0.0]\n")
+        .with("[[wall]]\npoint = [0.0602, 0.0602, 0.0]\nnormal = [0.0, -1.0, 0.0]\n")
+        .with("[solver]\ntolerance = 1e-12\nmax_iterations = 100000\n")
+        .output("every = 1\nthermo_every = 10")
+}
+
+/// Every dataset of the last frame of `out/frames.h5`, by path, as bits.
+pub fn last_frame_bits(out: &Path) -> Vec<(String, Vec<u64>)> {
+    let f = hdf5::File::open(out.join("frames.h5")).unwrap();
+    let frames = f.group("frames").unwrap();
+    let mut names = frames.member_names().unwrap();
+    names.sort();
+    let g = frames.group(names.last().unwrap()).unwrap();
+    let mut v = Vec::new();
+    for part in ["bodies", "contacts"] {
+        let p = g.group(part).unwrap();
+        let mut ds = p.member_names().unwrap();
+        ds.sort();
+        for name in ds {
+            let d = p.dataset(&name).unwrap();
+            let bits: Vec<u64> = match d.read_raw::<f64>() {
+                Ok(x) => x.iter().map(|x| x.to_bits()).collect(),
+                Err(_) => d.read_raw::<u64>().map(|x| x.to_vec()).or_else(|_| d.read_raw::<u32>().map(|x| x.iter().map(|&u| u as u64).collect())).unwrap_or_default(),
+            };
+            v.push((format!("{}/{part}/{name}", names.last().unwrap()), bits));
+        }
+    }
+    v
+}
