@@ -5,39 +5,14 @@ mod common;
 /// One sphere sliding on a frictionless floor at 1 m/s: it leaves its skin
 /// every few steps, and with one body on two ranks every rebuild finds the
 /// work uneven and rebalances.
-const SLIDER: &str = r#"
-[simulation]
-solver = "cd"
-t_end = 0.03
-dt = 0.001
-
-[[material]]
-name = "m"
-density = 1000.0
-
-[[shape]]
-name = "s"
-kind = "sphere"
-radius = 0.01
-
-[[body]]
-shape = "s"
-position = [0.0, 0.0, 0.01]
-velocity = [1.0, 0.0, 0.0]
-
-[[wall]]
-point = [0.0, 0.0, 0.0]
-normal = [0.0, 0.0, 1.0]
-
-[output]
-dir = "OUTDIR"
-every = 10
-"#;
+fn slider(t_end: f64, z: f64, velocity: [f64; 3]) -> String {
+    common::Spheres::new("cd", t_end, 0.001, [0.0, 0.0, -9.81], 0.01).moving_body([0.0, 0.0, z], velocity).ground().every(10).toml()
+}
 
 #[test]
 fn one_body_rebalanced_often_is_announced_once_and_in_the_singular() {
     let dir = tempfile::tempdir().unwrap();
-    let (out, log) = common::run_config(2, dir.path(), "slider", SLIDER);
+    let (out, log) = common::run_config(2, dir.path(), "slider", &slider(0.03, 0.01, [1.0, 0.0, 0.0]));
     let first = log.lines().find(|l| l.starts_with("stiffgrain ")).unwrap_or("");
     assert!(first.contains(": 1 body on 2 ranks ("), "{first}");
     assert!(!first.contains("0x0x0"), "{first}");
@@ -53,10 +28,7 @@ fn one_body_rebalanced_often_is_announced_once_and_in_the_singular() {
 fn times_in_messages_are_printed_short() {
     // Dropped from 1.25 mm above the floor, the sphere lands and is static
     // from then on: 10 quiet steps later the run stops at step 26.
-    let text = SLIDER
-        .replace("t_end = 0.03", "t_end = 0.05")
-        .replace("position = [0.0, 0.0, 0.01]", "position = [0.0, 0.0, 0.01125]")
-        .replace("velocity = [1.0, 0.0, 0.0]", "velocity = [0.0, 0.0, 0.0]")
+    let text = slider(0.05, 0.01125, [0.0; 3])
         .replace("dt = 0.001", "dt = 0.001\nuntil_static = 1e-6");
     let dir = tempfile::tempdir().unwrap();
     let (_, log) = common::run_config(1, dir.path(), "drop", &text);
