@@ -44,10 +44,12 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let max_it = scene.solver.max_iterations;
     let mut sim = World::new(world, scene, bodies, None, true, &Default::default());
     sim.detect();
-    let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt)?;
-    let p = rhs(&op, scene, sim.bodies(), sim.contacts(), 0.0, dt)?;
+    let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt, false)?;
+    let ext = stiffgrain::cd::external_velocity(scene, sim.bodies(), sim.layout().n_owned, 0.0, dt);
+    let p = rhs(&op, scene, sim.bodies(), sim.contacts(), &ext, 0.0, dt)?;
+    let normal = op.constraint(stiffgrain::cd::friction::Set::Normal);
     let mut f = op.contact_vec()?;
-    let res = apgd::apgd(world, &mut op, &p, &mut f, tol, max_it)?;
+    let res = apgd::apgd(world, &mut op, &normal, &p, &mut f, tol, max_it)?;
     let mut nf = op.contact_vec()?;
     op.apply_n(&f, &mut nf)?;
     let thr = res.threshold;

@@ -73,10 +73,12 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let dt = scene.simulation.dt;
     let mut sim = Sim::new(world, scene, bodies, None, true, &Default::default());
     sim.detect();
-    let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt)?;
-    let p = rhs(&op, scene, sim.bodies(), sim.contacts(), 0.0, dt)?;
+    let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt, false)?;
+    let ext = stiffgrain::cd::external_velocity(scene, sim.bodies(), sim.layout().n_owned, 0.0, dt);
+    let p = rhs(&op, scene, sim.bodies(), sim.contacts(), &ext, 0.0, dt)?;
+    let normal = op.constraint(stiffgrain::cd::friction::Set::Normal);
     let mut f_cd = op.contact_vec()?;
-    apgd::apgd(world, &mut op, &p, &mut f_cd, scene.solver.tolerance, scene.solver.max_iterations)?;
+    apgd::apgd(world, &mut op, &normal, &p, &mut f_cd, scene.solver.tolerance, scene.solver.max_iterations)?;
     let mut k = relative_stiffness(scene, sim.bodies(), sim.contacts());
     // As compatible-cd does: contacts CD leaves open are not truss bars.
     let thr = apgd::threshold(&p, scene.solver.tolerance)?;

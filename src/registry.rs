@@ -7,7 +7,7 @@ use crate::solver::Solver;
 /// (ARCHITECTURE.md "Adding a solver").
 pub fn make_solver(scene: &Scene) -> Box<dyn Solver> {
     match scene.simulation.solver {
-        SolverKind::Cd => Box::new(crate::cd::CdSolver::new()),
+        SolverKind::Cd => Box::new(crate::cd::CdSolver::for_scene(scene)),
         SolverKind::CompatibleCd => Box::new(crate::compat::CompatibleCdSolver::new()),
         SolverKind::Dem => Box::new(crate::dem::DemSolver::new()),
     }

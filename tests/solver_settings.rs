@@ -80,14 +80,18 @@ fn dem_table_under_cd_warns_once_on_two_ranks() {
 }
 
 #[test]
-fn friction_under_cd_warns_once() {
+fn friction_is_read_by_cd_and_refused_by_compatible_cd_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let text = scene("cd", "").replace("density = 7800.0", "density = 7800.0\nfriction = 0.5");
     let (code, stderr) = run(dir.path(), 2, &text);
     assert_eq!(code, Some(0), "{stderr}");
-    let hits = lines_with(&stderr, "material[0].friction is ignored by solver \"cd\"");
+    assert!(lines_with(&stderr, "ignored").is_empty(), "friction under cd is no ignored setting: {stderr}");
+    let text = scene("compatible-cd", "").replace("density = 7800.0", "density = 7800.0\nfriction = 0.5");
+    let (code, stderr) = run(dir.path(), 2, &text);
+    assert_eq!(code, Some(2), "{stderr}");
+    let hits = lines_with(&stderr, "material[0].friction: solver \"compatible-cd\" is frictionless");
     assert_eq!(hits.len(), 1, "one line on two ranks: {stderr}");
-    assert_eq!(lines_with(&stderr, "ignored").len(), 1, "no other warning: {stderr}");
+    assert!(hits[0].contains("scene.toml"), "the line names the file: {}", hits[0]);
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! CD, step 3b: APGD on the QP (22), min ½ fᵀNf + pᵀf s.t. f ≥ 0
+//! CD, step 3b: APGD on the QP (22), min ½ fᵀNf + pᵀf s.t. f ≥ 0, or over
+//! a frictional set of [`super::friction`] (a Tresca disc or the cone)
 //! (Mazhar, Heyn, Negrut, Tasora 2015, Algorithm "APGD"): Nesterov
 //! acceleration, step 1/L with L from a backtracking Lipschitz estimate
 //! (doubled until the quadratic upper bound holds, relaxed by 0.9 after each
@@ -12,8 +13,10 @@
 //! Stopping rule (shared with PGS): `r = max_i |min(f_i, (Nf + p)_i)| ≤
 //! tol · max(‖p‖∞, 1e-300)` over the active contacts, i.e. f ≥ 0 holds
 //! exactly (projection), Nf + p ≥ −r and the complementarity gap of each
-//! contact is at most r in the min sense. The iterate with the smallest r is
-//! returned.
+//! contact is at most r in the min sense; with friction, the largest
+//! natural-map residual |f − P(f − (Nf + p))| of a contact. The iterate
+//! with the smallest r is returned.
+use super::friction::{Constraint, Set};
 use super::operator::ContactOperator;
 use crate::parallel::Comm;
 use crate::petsc::{NormType, Result, Vector};
@@ -42,21 +45,22 @@ pub fn threshold(p: &Vector, tol: f64) -> Result<f64> {
 /// of three terms and the residual's max): N is linear, so the Lipschitz
 /// test f(x⁺) ≤ f(y) + gᵀd + ½L‖d‖² reads dᵀ(N x⁺ − N y) ≤ L‖d‖² with
 /// d = x⁺ − y, which needs neither objective value and has no cancellation.
-pub fn apgd(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, tol: f64, max_it: u32) -> Result<QpResult> {
+pub fn apgd(comm: &Comm, op: &mut ContactOperator, c: &Constraint, p: &Vector, f: &mut Vector, tol: f64, max_it: u32) -> Result<QpResult> {
     let thr = threshold(p, tol)?;
-    op.project(f)?;
+    c.project(&mut f.view_mut()?);
     let mut x = f.try_clone()?;
     let mut nx = op.contact_vec()?;
     op.apply_n(&x, &mut nx)?;
-    let mut r = op.residual(comm, &x, &nx, p)?;
+    let mut r = op.residual(comm, c, &x, &nx, p)?;
     if r <= thr {
         return Ok(QpResult { iterations: 0, residual: r, threshold: thr, converged: true });
     }
     // No diagonal scaling: from f = 0 the unscaled iteration picks the
     // minimum-norm forces of an indeterminate pack (the paper's Fig. 8 APGD
     // result), which a metric diag(N) would change.
-    let act: Vec<f64> = op.active.iter().map(|&a| if a { 1.0 } else { 0.0 }).collect();
-    let mut lip = lipschitz_estimate(comm, op, &act)?;
+    let act = &c.act;
+    let normal = matches!(c.set, Set::Normal);
+    let mut lip = lipschitz_estimate(comm, op, act)?;
     let mut best = x.try_clone()?;
     let mut best_r = r;
     let mut y = x.try_clone()?;
@@ -78,14 +82,24 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, t
             {
                 let (yg, nyg, pg, mut xg) = (y.view()?, ny.view()?, p.view()?, xn.view_mut()?);
                 let inv = 1.0 / lip;
-                // x⁺ = P(y − g/L), g = N y + p.
-                for ((((x, y), ny), p), a) in xg.iter_mut().zip(yg.iter()).zip(nyg.iter()).zip(pg.iter()).zip(&act) {
-                    *x = (y - (ny + p) * inv).max(0.0) * a;
+                // x⁺ = P(y − g/L), g = N y + p (the projection fused for f ≥ 0).
+                if normal {
+                    for ((((x, y), ny), p), a) in xg.iter_mut().zip(yg.iter()).zip(nyg.iter()).zip(pg.iter()).zip(act) {
+                        *x = (y - (ny + p) * inv).max(0.0) * a;
+                    }
+                } else {
+                    for (((x, y), ny), p) in xg.iter_mut().zip(yg.iter()).zip(nyg.iter()).zip(pg.iter()) {
+                        *x = y - (ny + p) * inv;
+                    }
+                    c.project(&mut xg);
                 }
             }
             op.apply_n(&xn, &mut nxn)?;
-            let r_local;
-            (sums, r_local) = trial_sums(&xn.view()?, &nxn.view()?, &y.view()?, &ny.view()?, &x.view()?, &p.view()?, &act);
+            let mut r_local;
+            (sums, r_local) = trial_sums(&xn.view()?, &nxn.view()?, &y.view()?, &ny.view()?, &x.view()?, &p.view()?, act);
+            if !normal {
+                r_local = c.residual(&xn.view()?, &nxn.view()?, &p.view()?);
+            }
             crate::parallel::sum_f64s(comm, &mut sums);
             r = crate::parallel::max_f64(comm, r_local);
             tries += 1;

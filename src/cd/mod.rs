@@ -3,24 +3,31 @@
 //!
 //! 1. assemble B and M⁻¹ ([`operator`]), p = Φ/Δt + B v + Δt B M⁻¹ F_ext (eq 20),
 //!    with the restitution substitution Φ/Δt → e_n B v for closing contacts;
+//!    F_ext is gravity and the `[[load]]`s (at t + Δt);
 //! 2. solve the QP (22) by APGD ([`apgd`], default) or the LCP (21) by PGS
-//!    ([`pgs`]), warm-started from the previous step's forces;
+//!    ([`pgs`]), warm-started from the previous step's forces; with
+//!    friction, B has two tangential rows per contact and [`coulomb`]
+//!    solves the Coulomb law (or its cone relaxation) by APGD;
 //! 3. v⁺ = v + Δt M⁻¹ (Bᵀ f + F_ext), q⁺ = q + Δt v⁺, orientation by
 //!    exp(ω⁺ Δt) (semi-implicit Euler, eq 13), on the owned free DOFs.
 //!
-//! f is a force (N carries the Δt): [`ContactForces::f_n`] holds it.
+//! f is a force (N carries the Δt): [`ContactForces::f_n`] holds it, and
+//! the tangential force on body b in [`ContactForces::f_t`].
 pub mod apgd;
+pub mod coulomb;
+pub mod friction;
 pub mod operator;
 pub mod pgs;
 
 use crate::body::dof_free;
 use crate::body::Bodies;
 use crate::contact::{Contacts, WALL_ID_BASE};
-use crate::petsc::{InsertMode, PetscInt, Stage, Vector};
+use crate::petsc::{Stage, Vector};
 use crate::scene::{CdMethod, Scene};
 use crate::contact::ContactKey;
 use crate::solver::{Column, ContactForces, History, HistorySpec, SolverError, Solver, StepContext, StepReport};
 use nalgebra::{UnitQuaternion, Vector3, Vector6};
+use friction::Set;
 use operator::ContactOperator;
 use std::collections::HashSet;
 
@@ -46,17 +53,30 @@ pub struct CdStats {
 /// History column of the previous step's force of each contact (the warm
 /// start; World history, so it moves with the contact and is checkpointed).
 pub const WARM: &str = "f_previous";
+/// History columns of a frictional scene: the previous step's tangential
+/// force on body b (world frame; the warm start, turned onto the new
+/// tangent plane) and whether the contact slid (then it starts with μ_d).
+pub const WARM_T: &str = "f_t_previous";
+pub const SLIDING: &str = "sliding";
 
 /// The `cd` solver; its warm-start forces live in the World's history.
 #[derive(Default)]
 pub struct CdSolver {
     stages: Option<(Stage, Stage)>,
     pub stats: CdStats,
+    /// Some material has friction: three rows of B per contact.
+    friction: bool,
 }
 
 impl CdSolver {
+    /// A frictionless CD solver (compatible-cd's first stage).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The CD solver of `scene`: frictional when a material has friction.
+    pub fn for_scene(scene: &Scene) -> Self {
+        Self { friction: friction::frictional(scene), ..Self::default() }
     }
 }
 
@@ -68,37 +88,62 @@ pub fn restitution(scene: &Scene, bodies: &Bodies, contacts: &Contacts, i: usize
     e(bodies.material[contacts.ia[i]]).min(e(contacts.material_b(i, bodies, &scene.walls)))
 }
 
-/// [v, ω] of body `i` with the external acceleration (gravity on the free
-/// translational DOFs) applied for `dt`: v + Δt M⁻¹ F_ext.
-fn free_velocity(bodies: &Bodies, i: usize, gravity: &Vector3<f64>, dt: f64) -> Vector6<f64> {
-    let (v, w) = (bodies.velocity[i], bodies.angular_velocity[i]);
-    let mut out = Vector6::new(v.x, v.y, v.z, w.x, w.y, w.z);
-    let mask = bodies.dof_mask[i];
-    for k in 0..6 {
-        if !dof_free(mask, k) {
-            out[k] = 0.0;
-        } else if k < 3 {
-            out[k] += dt * gravity[k];
+/// Δt M⁻¹ F_ext of each owned body over a step from `time`: gravity on the
+/// free translational DOFs, and its `[[load]]` (force at its point, and
+/// moment) at t + Δt, as the DEM applies it.
+pub fn external_velocity(scene: &Scene, bodies: &Bodies, n_owned: usize, time: f64, dt: f64) -> Vec<Vector6<f64>> {
+    let gravity = scene.simulation.gravity;
+    let mut out: Vec<Vector6<f64>> = (0..n_owned)
+        .map(|i| {
+            let mut g = Vector6::zeros();
+            for k in 0..3 {
+                if dof_free(bodies.dof_mask[i], k) {
+                    g[k] = dt * gravity[k];
+                }
+            }
+            g
+        })
+        .collect();
+    for l in &scene.loads {
+        if let Some(i) = (0..n_owned).find(|&i| bodies.id[i] == l.body) {
+            let s = l.factor(time + dt);
+            let force = s * l.force;
+            let moment = s * l.moment + (bodies.orientation[i] * l.point).cross(&force);
+            let w = Vector6::new(force.x, force.y, force.z, moment.x, moment.y, moment.z);
+            out[i] += dt * (operator::inverse_mass(bodies, i) * w);
         }
     }
     out
 }
 
-/// The opening velocity of contact `i` that a moving wall (side b) adds
-/// over the step from `time`: n · (its mean velocity), 0 for other contacts.
-pub fn wall_opening_rate(scene: &Scene, contacts: &Contacts, i: usize, time: f64, dt: f64) -> f64 {
-    if contacts.b[i] < WALL_ID_BASE {
-        return 0.0;
+/// [v, ω] of body `i` with the external impulse `ext` (from
+/// [`external_velocity`]) applied: v + Δt M⁻¹ F_ext, zero on masked DOFs.
+fn free_velocity(bodies: &Bodies, i: usize, ext: &Vector6<f64>) -> Vector6<f64> {
+    let (v, w) = (bodies.velocity[i], bodies.angular_velocity[i]);
+    let mut out = Vector6::new(v.x, v.y, v.z, w.x, w.y, w.z) + ext;
+    for k in 0..6 {
+        if !dof_free(bodies.dof_mask[i], k) {
+            out[k] = 0.0;
+        }
     }
-    scene.walls.get((contacts.b[i] - WALL_ID_BASE) as usize).map_or(0.0, |w| contacts.normal[i].dot(&w.displacement(time, dt)) / dt)
+    out
+}
+
+/// The mean velocity over the step from `time` of the wall on side b of
+/// contact `i` (zero for other contacts): what it adds to B v.
+pub fn wall_velocity(scene: &Scene, contacts: &Contacts, i: usize, time: f64, dt: f64) -> Vector3<f64> {
+    if contacts.b[i] < WALL_ID_BASE {
+        return Vector3::zeros();
+    }
+    scene.walls.get((contacts.b[i] - WALL_ID_BASE) as usize).map_or(Vector3::zeros(), |w| w.displacement(time, dt) / dt)
 }
 
 /// p of eq 20 for the contacts of `op`: Φ/Δt + B (v + Δt M⁻¹ F_ext), with
 /// the restitution substitution Φ/Δt → e_n B v for contacts that are closing
 /// (B v < 0) and would close within the step without a force (so contacts
-/// not yet formed do not bounce early). Collective.
-pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Contacts, time: f64, dt: f64) -> crate::petsc::Result<Vector> {
-    let gravity = scene.simulation.gravity;
+/// not yet formed do not bounce early); a tangential row has B (v + Δt M⁻¹
+/// F_ext) alone. A moving wall adds its velocity along each row. Collective.
+pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Contacts, ext: &[Vector6<f64>], time: f64, dt: f64) -> crate::petsc::Result<Vector> {
     let mut v = op.body_vec()?;
     let mut vf = op.body_vec()?;
     {
@@ -107,7 +152,7 @@ pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Cont
             let (lin, ang) = (bodies.velocity[i], bodies.angular_velocity[i]);
             vv[6 * i..6 * i + 3].copy_from_slice(lin.as_slice());
             vv[6 * i + 3..6 * i + 6].copy_from_slice(ang.as_slice());
-            fv[6 * i..6 * i + 6].copy_from_slice(free_velocity(bodies, i, &gravity, dt).as_slice());
+            fv[6 * i..6 * i + 6].copy_from_slice(free_velocity(bodies, i, &ext[i]).as_slice());
         }
     }
     let mut bv = op.contact_vec()?;
@@ -117,13 +162,20 @@ pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Cont
     {
         let bvv = bv.view()?;
         let mut pv = p.view_mut()?;
+        let rows = op.rows;
         for i in 0..contacts.len() {
             let phi = contacts.gap[i] / dt;
             let e = restitution(scene, bodies, contacts, i);
             // B v and B v_free with a moving wall's velocity on side b.
-            let w = wall_opening_rate(scene, contacts, i, time, dt);
-            let (bv, p) = (bvv[i] + w, pv[i] + w);
-            pv[i] = p + if e > 0.0 && bv < 0.0 && phi + p < 0.0 { e * bv } else { phi };
+            let wall = wall_velocity(scene, contacts, i, time, dt);
+            let w = contacts.normal[i].dot(&wall);
+            let (bv, p) = (bvv[rows * i] + w, pv[rows * i] + w);
+            pv[rows * i] = p + if e > 0.0 && bv < 0.0 && phi + p < 0.0 { e * bv } else { phi };
+            if rows == 3 {
+                let (t1, t2) = op.tangents[i];
+                pv[3 * i + 1] += t1.dot(&wall);
+                pv[3 * i + 2] += t2.dot(&wall);
+            }
         }
     }
     Ok(p)
@@ -136,7 +188,11 @@ pub type PostProcess<'a> = dyn FnMut(&mut ContactOperator, &Vector, &Vector, &Bo
 
 impl Solver for CdSolver {
     fn history(&self) -> HistorySpec {
-        HistorySpec { body: Vec::new(), contact: vec![Column { name: WARM, width: 1 }] }
+        let mut contact = vec![Column { name: WARM, width: 1 }];
+        if self.friction {
+            contact.extend([Column { name: WARM_T, width: 3 }, Column { name: SLIDING, width: 1 }]);
+        }
+        HistorySpec { body: Vec::new(), contact }
     }
 
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces, history: &mut History) -> Result<StepReport, SolverError> {
@@ -157,13 +213,17 @@ impl CdSolver {
     ) -> Result<(StepReport, Vec<f64>), SolverError> {
         let (comm, scene, contacts, dt) = (ctx.comm, ctx.scene, ctx.contacts, ctx.dt);
         let n_owned = ctx.layout.n_owned;
-        let gravity = scene.simulation.gravity;
         let nc = contacts.len();
+        let rows = if self.friction { 3 } else { 1 };
         let nc_global = crate::parallel::sum_u64(comm, nc as u64);
-        // Forces and Δt M⁻¹ Bᵀ f per owned body (zero without contacts),
-        // allocated after the solve: not beside its vectors at the peak.
+        let ext = external_velocity(scene, bodies, n_owned, ctx.time, dt);
+        // Forces (`rows` per contact) and Δt M⁻¹ Bᵀ f per owned body (zero
+        // without contacts), allocated after the solve: not beside its
+        // vectors at the peak.
         let f_local: Vec<f64>;
         let dv: Vec<Vector6<f64>>;
+        let mut tangents = Vec::new();
+        let mut sliding: Vec<bool> = Vec::new();
         let mut iterations = 0;
         let mut compatible = Vec::new();
         if nc_global > 0 {
@@ -172,35 +232,31 @@ impl CdSolver {
             }
             let (st_asm, st_solve) = self.stages.expect("registered above");
             let guard = st_asm.push()?;
-            let mut op = ContactOperator::assemble(comm, bodies, ctx.layout, contacts, dt)?;
-            let p = rhs(&op, scene, bodies, contacts, ctx.time, dt)?;
-            // Warm start by contact identity.
+            let mut op = ContactOperator::assemble(comm, bodies, ctx.layout, contacts, dt, self.friction)?;
+            let p = rhs(&op, scene, bodies, contacts, &ext, ctx.time, dt)?;
             let mut f = op.contact_vec()?;
-            {
-                let rows: Vec<PetscInt> = (0..nc).map(|i| op.row_offset + i as PetscInt).collect();
-                let (h, warm) = (&history.contact, history.contact.col(WARM));
-                let vals: Vec<f64> = (0..nc).map(|i| h.get(&contacts.key(i)).map_or(0.0, |row| warm.of(row)[0])).collect();
-                f.set_values(&rows, &vals, InsertMode::Insert)?;
-                f.assemble()?;
-            }
+            f.view_mut()?.copy_from_slice(&self.warm_start(&op, contacts, history));
             drop(guard);
             let guard = st_solve.push()?;
             let t0 = std::time::Instant::now();
             let applies0 = op.applies;
             let set = &scene.solver;
-            let res = match set.method {
-                CdMethod::Apgd => apgd::apgd(comm, &mut op, &p, &mut f, set.tolerance, set.max_iterations)?,
-                CdMethod::Pgs => pgs::pgs(
-                    comm,
-                    &op,
-                    ctx.layout,
-                    bodies.len(),
-                    &p,
-                    &mut f,
-                    set.tolerance,
-                    set.max_iterations,
-                    set.pgs_order,
-                )?,
+            let res = if self.friction {
+                let (mu_s, mu_d): (Vec<f64>, Vec<f64>) = (0..nc).map(|i| friction::coefficients(scene, bodies, contacts, i)).unzip();
+                let slid = history.contact.col(SLIDING);
+                let was: Vec<bool> = (0..nc).map(|i| history.contact.get(&contacts.key(i)).is_some_and(|row| slid.of(row)[0] != 0.0)).collect();
+                let coef = coulomb::Coefficients { mu_s: &mu_s, mu_d: &mu_d, sliding: &was };
+                let out = coulomb::solve(comm, &mut op, &p, &mut f, &coef, set.friction_law, set.tolerance, set.max_iterations)?;
+                sliding = out.sliding;
+                out.qp
+            } else {
+                match set.method {
+                    CdMethod::Apgd => {
+                        let c = op.constraint(Set::Normal);
+                        apgd::apgd(comm, &mut op, &c, &p, &mut f, set.tolerance, set.max_iterations)?
+                    }
+                    CdMethod::Pgs => pgs::pgs(comm, &op, ctx.layout, bodies.len(), &p, &mut f, set.tolerance, set.max_iterations, set.pgs_order)?,
+                }
             };
             drop(guard);
             if crate::parallel::signals::stopping() {
@@ -213,10 +269,10 @@ impl CdSolver {
             self.stats.contact_applies += (op.applies - applies0) * nc as u64;
             if !res.converged {
                 self.stats.not_converged += 1;
+                let what = if self.friction { format!("{:?} friction", set.friction_law).to_lowercase() } else { format!("{:?}", set.method) };
                 log::warn!(
-                    "step {}: cd {:?} stopped after {} iterations at residual {:e} (threshold {:e})",
+                    "step {}: cd ({what}) stopped after {} iterations at residual {:e} (threshold {:e})",
                     ctx.step,
-                    set.method,
                     res.iterations,
                     res.residual,
                     res.threshold
@@ -224,6 +280,7 @@ impl CdSolver {
             }
             iterations = res.iterations;
             f_local = f.view()?.to_vec();
+            tangents = std::mem::take(&mut op.tangents);
             if let Some(post) = post.as_mut() {
                 compatible = post(&mut op, &f, &p, bodies)?;
                 if crate::parallel::signals::stopping() {
@@ -235,42 +292,76 @@ impl CdSolver {
             let uv = u.view()?;
             dv = (0..n_owned).map(|i| dt * (op.minv[i] * Vector6::from_column_slice(&uv[6 * i..6 * i + 6]))).collect();
         } else {
-            (f_local, dv) = (vec![0.0; nc], vec![Vector6::<f64>::zeros(); n_owned]);
+            (f_local, dv) = (vec![0.0; rows * nc], vec![Vector6::<f64>::zeros(); n_owned]);
         }
         // A non-finite update stops the run before it reaches the bodies:
         // the driver checkpoints the last finite state.
         let bad = (0..n_owned).find(|&i| {
-            let v = free_velocity(bodies, i, &gravity, dt) + dv[i];
+            let v = free_velocity(bodies, i, &ext[i]) + dv[i];
             !(v.iter().all(|x| x.is_finite()) && (bodies.position[i] + dt * Vector3::new(v[0], v[1], v[2])).iter().all(|x| x.is_finite()))
         });
         if let Some(body) = crate::parallel::first_id(comm, bad.map(|i| bodies.id[i])) {
             return Err(SolverError::NonFinite { body });
         }
-        integrate(bodies, n_owned, &gravity, dt, &dv);
-        // The step's contacts keep their rows (other solvers' columns too,
-        // compatible-cd's truss); a contact that disappeared drops its own.
-        let keys: HashSet<ContactKey> = (0..nc).map(|i| contacts.key(i)).collect();
-        history.contact.retain(|k| keys.contains(k));
-        let warm = history.contact.col(WARM);
-        for (i, &fi) in f_local.iter().enumerate() {
-            let key = contacts.key(i);
-            if fi != 0.0 || history.contact.get(&key).is_some() {
-                warm.of_mut(history.contact.entry(key))[0] = fi;
+        integrate(bodies, n_owned, &ext, dt, &dv);
+        forces.f_n = (0..nc).map(|i| f_local[rows * i]).collect();
+        forces.f_t = (0..nc)
+            .map(|i| match tangents.get(i) {
+                Some((t1, t2)) => t1 * f_local[3 * i + 1] + t2 * f_local[3 * i + 2],
+                None => Vector3::zeros(),
+            })
+            .collect();
+        self.keep_history(contacts, forces, &sliding, history);
+        Ok((StepReport { iterations, dt, ..Default::default() }, compatible))
+    }
+
+    /// The warm start of the step's forces by contact identity: the
+    /// previous step's f_n, and with friction its tangential force turned
+    /// onto the new tangents (zero for a new contact).
+    fn warm_start(&self, op: &ContactOperator, contacts: &Contacts, history: &History) -> Vec<f64> {
+        let h = &history.contact;
+        let warm = h.col(WARM);
+        let mut out = vec![0.0; op.rows * contacts.len()];
+        for i in 0..contacts.len() {
+            let Some(row) = h.get(&contacts.key(i)) else { continue };
+            out[op.rows * i] = warm.of(row)[0];
+            if op.rows == 3 {
+                let ft = Vector3::from_column_slice(h.col(WARM_T).of(row));
+                let (t1, t2) = op.tangents[i];
+                (out[3 * i + 1], out[3 * i + 2]) = (ft.dot(&t1), ft.dot(&t2));
             }
         }
-        forces.f_n = f_local;
-        forces.f_t = vec![Vector3::zeros(); nc];
-        Ok((StepReport { iterations, dt, ..Default::default() }, compatible))
+        out
+    }
+
+    /// The step's contacts keep their rows (other solvers' columns too,
+    /// compatible-cd's truss); a contact that disappeared drops its own.
+    fn keep_history(&self, contacts: &Contacts, forces: &ContactForces, sliding: &[bool], history: &mut History) {
+        let keys: HashSet<ContactKey> = (0..contacts.len()).map(|i| contacts.key(i)).collect();
+        history.contact.retain(|k| keys.contains(k));
+        let warm = history.contact.col(WARM);
+        let cols = self.friction.then(|| (history.contact.col(WARM_T), history.contact.col(SLIDING)));
+        for (i, &fi) in forces.f_n.iter().enumerate() {
+            let key = contacts.key(i);
+            if fi != 0.0 || history.contact.get(&key).is_some() {
+                let row = history.contact.entry(key);
+                warm.of_mut(row)[0] = fi;
+                if let Some((warm_t, slid)) = &cols {
+                    warm_t.of_mut(row).copy_from_slice(forces.f_t[i].as_slice());
+                    slid.of_mut(row)[0] = if sliding.get(i).copied().unwrap_or(false) { 1.0 } else { 0.0 };
+                }
+            }
+        }
     }
 }
 
-/// Semi-implicit Euler (eq 13) on the owned bodies: v⁺ = v + Δt g + `dv`
-/// on free DOFs (masked DOFs get zero velocity), q⁺ = q + Δt v⁺, orientation
-/// rotated by exp(ω⁺ Δt).
-pub fn integrate(bodies: &mut Bodies, n_owned: usize, gravity: &Vector3<f64>, dt: f64, dv: &[Vector6<f64>]) {
+/// Semi-implicit Euler (eq 13) on the owned bodies: v⁺ = v + Δt M⁻¹ F_ext
+/// (`ext`) + `dv` on free DOFs (masked DOFs get zero velocity), q⁺ = q +
+/// Δt v⁺, orientation rotated by exp(ω⁺ Δt).
+pub fn integrate(bodies: &mut Bodies, n_owned: usize, ext: &[Vector6<f64>], dt: f64, dv: &[Vector6<f64>]) {
     for (i, d) in dv.iter().enumerate().take(n_owned) {
         let mask = bodies.dof_mask[i];
-        let mut v = free_velocity(bodies, i, gravity, dt) + d;
+        let mut v = free_velocity(bodies, i, &ext[i]) + d;
         for k in 0..6 {
             if !dof_free(mask, k) {
                 v[k] = 0.0;

@@ -9,6 +9,7 @@ use crate::contact::{Contacts, WALL_INDEX};
 use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::petsc::{InsertMode, Mat, PetscInt, Result, Vector};
+use super::friction::{Constraint, Set};
 use nalgebra::{DMatrix, Matrix3, Matrix6, Vector3, Vector6};
 
 /// Generalized inverse mass of local body `i` (owned or ghost): 1/m on free
@@ -83,16 +84,22 @@ const ROUNDOFF: f64 = 1e-10;
 /// DOFs zeroed. `B v` is then the normal relative velocity (positive when
 /// opening) and `Bᵀ f` pushes a and b apart.
 pub fn jacobian_rows(contacts: &Contacts, i: usize, bodies: &Bodies) -> (Vector6<f64>, Vector6<f64>) {
-    let n = contacts.normal[i];
-    let ta = contacts.r_a[i].cross(&n);
-    let mut ja = Vector6::new(-n.x, -n.y, -n.z, -ta.x, -ta.y, -ta.z);
+    row_halves(contacts, i, bodies, &contacts.normal[i])
+}
+
+/// The halves of the row of B along direction `d` at contact `i` (the
+/// normal, or a tangent of a frictional contact): `B v` is the velocity of
+/// b's point relative to a's along `d`.
+pub fn row_halves(contacts: &Contacts, i: usize, bodies: &Bodies, d: &Vector3<f64>) -> (Vector6<f64>, Vector6<f64>) {
+    let ta = contacts.r_a[i].cross(d);
+    let mut ja = Vector6::new(-d.x, -d.y, -d.z, -ta.x, -ta.y, -ta.z);
     clean_row(&mut ja, bodies.dof_mask[contacts.ia[i]]);
     let ib = contacts.ib[i];
     let jb = if ib == WALL_INDEX {
         Vector6::zeros()
     } else {
-        let tb = contacts.r_b[i].cross(&n);
-        let mut jb = Vector6::new(n.x, n.y, n.z, tb.x, tb.y, tb.z);
+        let tb = contacts.r_b[i].cross(d);
+        let mut jb = Vector6::new(d.x, d.y, d.z, tb.x, tb.y, tb.z);
         clean_row(&mut jb, bodies.dof_mask[ib]);
         jb
     };
@@ -118,13 +125,20 @@ fn clean_row(j: &mut Vector6<f64>, mask: u8) {
 
 /// B, M⁻¹ and the per-contact data of one step on this rank.
 pub struct ContactOperator {
-    /// B: local rows = this rank's contacts, local columns = 6·n_owned.
+    /// B: local rows = `rows` per contact of this rank (normal, then the
+    /// two tangents of a frictional scene), local columns = 6·n_owned.
     pub b: Mat,
+    /// Rows of B per contact: 1 (frictionless) or 3 (n, t1, t2).
+    pub rows: usize,
+    /// The tangents (t1, t2) of each contact (empty when `rows` is 1).
+    pub tangents: Vec<(Vector3<f64>, Vector3<f64>)>,
+    /// 1 on the rows of B that are not zero, 0 on the others, per row.
+    pub row_act: Vec<f64>,
     pub dt: f64,
     pub n_owned: usize,
     /// M⁻¹ of every local body (owned, then ghosts).
     pub minv: Vec<BlockInverse>,
-    /// Row halves of B per local contact (see [`jacobian_rows`]).
+    /// Normal row halves of B per local contact (see [`jacobian_rows`]).
     pub ja: Vec<Vector6<f64>>,
     pub jb: Vec<Vector6<f64>>,
     /// Local indices of each contact's bodies (`ib` may be `WALL_INDEX`).
@@ -133,7 +147,7 @@ pub struct ContactOperator {
     /// False for a contact whose row of B is zero (both bodies fixed, or
     /// the normal only along masked DOFs): its force is held at zero.
     pub active: Vec<bool>,
-    /// First global row (contact) of this rank.
+    /// First global row of this rank (`rows` × its first contact).
     pub row_offset: PetscInt,
     /// Scratch body vectors for the N apply.
     u: Vector,
@@ -143,18 +157,23 @@ pub struct ContactOperator {
 }
 
 impl ContactOperator {
-    /// Assembles B for `contacts` with exact preallocation. Collective.
-    pub fn assemble(comm: &Comm, bodies: &Bodies, layout: &Layout, contacts: &Contacts, dt: f64) -> Result<Self> {
+    /// Assembles B for `contacts` with exact preallocation, with two
+    /// tangential rows per contact when `friction`. Collective.
+    pub fn assemble(comm: &Comm, bodies: &Bodies, layout: &Layout, contacts: &Contacts, dt: f64, friction: bool) -> Result<Self> {
         let n_owned = layout.n_owned;
         let nc = contacts.len();
+        let rows = if friction { 3 } else { 1 };
         let minv: Vec<BlockInverse> = (0..bodies.len()).map(|i| BlockInverse::of(&inverse_mass(bodies, i))).collect();
+        let tangents: Vec<(Vector3<f64>, Vector3<f64>)> = if friction { contacts.normal.iter().map(super::friction::tangent_basis).collect() } else { Vec::new() };
         let mut ja = Vec::with_capacity(nc);
         let mut jb = Vec::with_capacity(nc);
-        let mut d_nnz = Vec::with_capacity(nc);
-        let mut o_nnz = Vec::with_capacity(nc);
+        let mut d_nnz = Vec::with_capacity(rows * nc);
+        let mut o_nnz = Vec::with_capacity(rows * nc);
         let mut active = Vec::with_capacity(nc);
-        // Row entries (global column, value) of contact i with exact zeros
-        // dropped, computed twice (count, then insert) rather than stored.
+        let mut row_act = Vec::with_capacity(rows * nc);
+        // Row entries (global column, value) of a row of contact i with
+        // exact zeros dropped, computed twice (count, then insert) rather
+        // than stored.
         let row_of = |i: usize, a: &Vector6<f64>, b: &Vector6<f64>, row: &mut Vec<(PetscInt, f64)>| {
             row.clear();
             for (local, half) in [(contacts.ia[i], a), (contacts.ib[i], b)] {
@@ -169,41 +188,59 @@ impl ContactOperator {
                 }
             }
         };
+        // The halves of row k of contact i (k = 0 normal, 1–2 tangents).
+        let halves = |i: usize, k: usize| match k {
+            0 => jacobian_rows(contacts, i, bodies),
+            1 => row_halves(contacts, i, bodies, &tangents[i].0),
+            _ => row_halves(contacts, i, bodies, &tangents[i].1),
+        };
         let mut row = Vec::with_capacity(12);
         let first = layout.offset as PetscInt * 6;
         let owned = first..first + 6 * n_owned as PetscInt;
         for i in 0..nc {
-            let (a, b) = jacobian_rows(contacts, i, bodies);
-            row_of(i, &a, &b, &mut row);
-            // Diagonal block by global index: a periodic image of an owned
-            // body is a ghost whose columns are local.
-            let d = row.iter().filter(|e| owned.contains(&e.0)).count() as PetscInt;
-            active.push(!row.is_empty());
-            d_nnz.push(d);
-            o_nnz.push(row.len() as PetscInt - d);
-            ja.push(a);
-            jb.push(b);
+            for k in 0..rows {
+                let (a, b) = halves(i, k);
+                row_of(i, &a, &b, &mut row);
+                // Diagonal block by global index: a periodic image of an
+                // owned body is a ghost whose columns are local.
+                let d = row.iter().filter(|e| owned.contains(&e.0)).count() as PetscInt;
+                d_nnz.push(d);
+                o_nnz.push(row.len() as PetscInt - d);
+                if k == 0 {
+                    active.push(!row.is_empty());
+                    ja.push(a);
+                    jb.push(b);
+                }
+                // A tangent of a contact without a normal row carries no force.
+                row_act.push(if !row.is_empty() && active[i] { 1.0 } else { 0.0 });
+            }
         }
-        let mut bmat = Mat::aij(comm, nc as PetscInt, 6 * n_owned as PetscInt, 0, &d_nnz, 0, &o_nnz)?;
+        let mut bmat = Mat::aij(comm, (rows * nc) as PetscInt, 6 * n_owned as PetscInt, 0, &d_nnz, 0, &o_nnz)?;
         drop((d_nnz, o_nnz));
         let row_offset = bmat.ownership_range()?.start;
         let (mut cols, mut vals) = (Vec::with_capacity(12), Vec::with_capacity(12));
         for i in 0..nc {
-            row_of(i, &ja[i], &jb[i], &mut row);
-            if row.is_empty() {
-                continue;
+            for k in 0..rows {
+                let (a, b) = if k == 0 { (ja[i], jb[i]) } else { halves(i, k) };
+                row_of(i, &a, &b, &mut row);
+                if row.is_empty() {
+                    continue;
+                }
+                cols.clear();
+                vals.clear();
+                cols.extend(row.iter().map(|e| e.0));
+                vals.extend(row.iter().map(|e| e.1));
+                bmat.set_values(&[row_offset + (rows * i + k) as PetscInt], &cols, &vals, InsertMode::Insert)?;
             }
-            cols.clear();
-            vals.clear();
-            cols.extend(row.iter().map(|e| e.0));
-            vals.extend(row.iter().map(|e| e.1));
-            bmat.set_values(&[row_offset + i as PetscInt], &cols, &vals, InsertMode::Insert)?;
         }
         bmat.assemble()?;
         let (u, _) = bmat.create_vecs()?;
         let w = u.duplicate()?;
         Ok(Self {
             b: bmat,
+            rows,
+            tangents,
+            row_act,
             dt,
             n_owned,
             minv,
@@ -224,7 +261,7 @@ impl ContactOperator {
         self.ja.len()
     }
 
-    /// A zero vector with one entry per contact (row layout of B).
+    /// A zero vector with `rows` entries per contact (row layout of B).
     pub fn contact_vec(&self) -> Result<Vector> {
         let (_, mut y) = self.b.create_vecs()?;
         y.zero()?;
@@ -258,26 +295,17 @@ impl ContactOperator {
         Ok(())
     }
 
-    /// Zeroes the entries of inactive contacts and clamps the rest at zero:
-    /// the projection onto the feasible set of (22).
-    pub fn project(&self, f: &mut Vector) -> Result<()> {
-        let mut v = f.view_mut()?;
-        for (x, &on) in v.iter_mut().zip(&self.active) {
-            *x = if on { x.max(0.0) } else { 0.0 };
-        }
-        Ok(())
+    /// The feasible set `set` over this operator's rows (inactive rows held
+    /// at zero).
+    pub fn constraint(&self, set: Set) -> Constraint {
+        Constraint { rows: self.rows, act: self.row_act.clone(), set }
     }
 
-    /// The stopping measure `max_i |min(f_i, (Nf + p)_i)|` over the active
-    /// contacts of all ranks, given `nf = N f`. Collective.
-    pub fn residual(&self, comm: &Comm, f: &Vector, nf: &Vector, p: &Vector) -> Result<f64> {
-        let (fv, nv, pv) = (f.view()?, nf.view()?, p.view()?);
-        let mut r = 0.0f64;
-        for i in 0..fv.len() {
-            if self.active[i] {
-                r = r.max(fv[i].min(nv[i] + pv[i]).abs());
-            }
-        }
+    /// The stopping measure over all ranks: the largest natural-map residual
+    /// of `c` (`max |min(f, Nf + p)|` without friction), given `nf = N f`.
+    /// Collective.
+    pub fn residual(&self, comm: &Comm, c: &Constraint, f: &Vector, nf: &Vector, p: &Vector) -> Result<f64> {
+        let r = c.residual(&f.view()?, &nf.view()?, &p.view()?);
         Ok(crate::parallel::max_f64(comm, r))
     }
 }

@@ -64,7 +64,9 @@ pub fn pgs(
     order: PgsOrder,
 ) -> Result<QpResult> {
     let thr = threshold(p, tol)?;
-    op.project(f)?;
+    // Frictionless only (`config` refuses pgs with friction): one row per contact.
+    debug_assert_eq!(op.rows, 1);
+    op.constraint(super::friction::Set::Normal).project(&mut f.view_mut()?);
     let gather = ghost_gather(comm, layout, n_local_bodies)?;
     let (_, mut ghost_u) = gather.create_vecs()?;
     let mut u = op.body_vec()?;

@@ -1,5 +1,5 @@
 //! The TOML schema, exactly as users write it. Every table refuses unknown keys.
-use crate::scene::{CdMethod, PgsOrder, SolverKind};
+use crate::scene::{CdMethod, FrictionLaw, PgsOrder, SolverKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -34,13 +34,13 @@ pub struct Config {
     pub load: Vec<LoadCfg>,
 }
 
-/// `[[load]]` (solver = "dem"): an external force at a material point of a
-/// body and/or a moment on it, ramped linearly in time (Gay Neto & Wriggers
-/// §2.3, eqs 23–24). At most one per body, which must move. Under cd and
-/// compatible-cd a load is an error, not a warning.
+/// `[[load]]` (solver = "dem" or "cd"): an external force at a material
+/// point of a body and/or a moment on it, ramped linearly in time (Gay Neto
+/// & Wriggers §2.3, eqs 23–24). At most one per body, which must move.
+/// Under compatible-cd a load is an error, not a warning.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("x-solvers" = ["dem"]))]
+#[schemars(extend("x-solvers" = ["cd", "dem"]))]
 pub struct LoadCfg {
     /// Global body id (explicit bodies 0, 1, ... in file order, then the
     /// generated ones).
@@ -319,12 +319,13 @@ pub struct MaterialCfg {
     #[schemars(extend("x-unit" = "1", "x-default" = "none"))]
     pub poisson: Option<f64>,
     /// Static Coulomb coefficient μ_s (a contact takes the mean of its two
-    /// materials'); cd and compatible-cd are frictionless.
+    /// materials'; a wall its own material's); compatible-cd is
+    /// frictionless and refuses it.
     #[serde(default)]
-    #[schemars(extend("x-unit" = "1", "x-solvers" = ["dem"]))]
+    #[schemars(extend("x-unit" = "1", "x-solvers" = ["cd", "dem"]))]
     pub friction: f64,
-    /// Dynamic coefficient μ_d (defaults to μ_s).
-    #[schemars(extend("x-unit" = "1", "x-default" = "friction", "x-solvers" = ["dem"]))]
+    /// Dynamic coefficient μ_d (defaults to μ_s; the mean of the two, as μ_s).
+    #[schemars(extend("x-unit" = "1", "x-default" = "friction", "x-solvers" = ["cd", "dem"]))]
     pub friction_dynamic: Option<f64>,
     /// Normal restitution e_n (a contact uses the smaller of its two
     /// materials'); the DEM damps with `dem.damping` instead.
@@ -709,6 +710,12 @@ pub struct SolverCfg {
     #[serde(default)]
     #[schemars(with = "String", extend("enum" = ["forward", "reverse"]))]
     pub pgs_order: PgsOrder,
+    /// With friction: "coulomb" (default; the exact law: stick, or slide
+    /// at μ_d f_n without opening) or "cone" (the convex relaxation of
+    /// Chrono's NSC: one QP, but a sliding contact lifts off at about μ|v_t|).
+    #[serde(default)]
+    #[schemars(with = "String", extend("enum" = ["coulomb", "cone"]))]
+    pub friction_law: FrictionLaw,
 }
 
 impl Default for SolverCfg {
@@ -718,6 +725,7 @@ impl Default for SolverCfg {
             max_iterations: default_max_it(),
             method: CdMethod::default(),
             pgs_order: PgsOrder::default(),
+            friction_law: FrictionLaw::default(),
         }
     }
 }

@@ -270,6 +270,21 @@ pub struct SolverSettings {
     pub method: CdMethod,
     /// `cd` with PGS: contact order within a rank.
     pub pgs_order: PgsOrder,
+    /// `cd` with friction: the exact Coulomb law or its cone relaxation.
+    pub friction_law: FrictionLaw,
+}
+
+/// The friction law of `cd` (`[solver] friction_law`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FrictionLaw {
+    /// Signorini–Coulomb: stick with |f_t| ≤ μ_s f_n, or slide with
+    /// |f_t| = μ_d f_n against the sliding, without opening.
+    #[default]
+    Coulomb,
+    /// The cone complementarity relaxation (Anitescu–Tasora; Chrono's NSC):
+    /// one convex QP, but a sliding contact opens at a normal speed μ|v_t|.
+    Cone,
 }
 
 /// Contact detection settings.

@@ -1,5 +1,6 @@
 //! Helpers for integration tests: launching binaries under mpirun.
 #![allow(dead_code)]
+pub mod frames;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -148,6 +149,12 @@ impl Spheres {
         self.parts.push(format!(
             "[[generate]]\nkind = \"lattice\"\nshape = \"s\"\norigin = {origin:?}\ncount = {count:?}\ngap = {gap:?}\nvelocity = {velocity:?}\n"
         ));
+        self
+    }
+
+    /// Extra keys of the material `m` (`friction = 0.3`, ...), as TOML lines.
+    pub fn material(mut self, lines: &str) -> Self {
+        self.head = self.head.replacen("density = 1000.0\n", &format!("density = 1000.0\n{lines}\n"), 1);
         self
     }
 

@@ -8,15 +8,15 @@ use crate::scene::{generate, ContactSettings, Load, Simulation, SolverKind, Wall
 
 /// `[[load]]` entries -> [`Load`]s: the body must exist and move, at most
 /// one load per body, finite values, a ramp that does not run backwards,
-/// and only with the DEM solver.
+/// and not under compatible-cd (whose compatibility problem has no loads).
 pub(super) fn loads(c: &Ctx, cfg: &[LoadCfg], sim: &Simulation, bodies: &Bodies, sources: &[Source]) -> Result<Vec<Load>, ConfigError> {
     let files = sources.iter().any(|s| s.count.is_none());
     let n = bodies.len() as u64 + sources.iter().filter_map(|s| s.count).sum::<u64>();
     let mut out: Vec<Load> = Vec::new();
     for (i, l) in cfg.iter().enumerate() {
         let key = |f: &str| format!("load[{i}].{f}");
-        if sim.solver != SolverKind::Dem {
-            return Err(c.err(format!("load[{i}]"), format!("external loads need solver = \"dem\", not \"{}\"", sim.solver.name())));
+        if sim.solver == SolverKind::CompatibleCd {
+            return Err(c.err(format!("load[{i}]"), "external loads need solver = \"dem\" or \"cd\", not \"compatible-cd\""));
         }
         if l.body >= n && !files {
             return Err(c.err(key("body"), format!("no body with id {} (the scene has {n} bodies, ids 0..{})", l.body, n - 1)));

@@ -21,19 +21,6 @@ pub(super) fn ignored(c: &Ctx, cfg: &Config, text: &str) -> Vec<Ignored> {
             if solver == SolverKind::Cd && given.contains_key("compatibility") {
                 out.push(c.warn(format!("[compatibility] {by}")));
             }
-            let friction = material_keys(&cfg.material, |m| {
-                let mut keys = Vec::new();
-                if m.friction > 0.0 {
-                    keys.push("friction");
-                }
-                if m.friction_dynamic.is_some_and(|mu| mu > 0.0) {
-                    keys.push("friction_dynamic");
-                }
-                keys
-            });
-            if !friction.is_empty() {
-                out.push(c.warn(format!("{} {} (its contacts are frictionless)", friction.join(", "), are(&friction, &by))));
-            }
         }
         SolverKind::Dem => {
             if given.contains_key("solver") {
@@ -124,14 +111,18 @@ mod tests {
     }
 
     #[test]
-    fn friction_under_cd_and_restitution_under_dem_are_named_in_one_line() {
+    fn friction_is_read_by_cd_and_dem_and_refused_by_compatible_cd_and_pgs() {
         assert!(warnings("cd", "", "").is_empty());
-        assert_eq!(warnings("cd", "friction = 0.5", ""), ["t.toml: material[0].friction is ignored by solver \"cd\" (its contacts are frictionless)"]);
-        assert_eq!(
-            warnings("compatible-cd", "friction = 0.5", "friction_dynamic = 0.2"),
-            ["t.toml: material[0].friction, material[1].friction_dynamic are ignored by solver \"compatible-cd\" (its contacts are frictionless)"]
-        );
+        assert!(warnings("cd", "friction = 0.5", "friction_dynamic = 0.2").is_empty());
+        let e = with("compatible-cd", "friction = 0.5", "", "").unwrap_err().to_string();
+        assert_eq!(e, "t.toml: material[0].friction: solver \"compatible-cd\" is frictionless (use \"cd\" or \"dem\" for frictional grains)");
+        let e = with("cd", "", "friction_dynamic = 0.2", "[solver]\nmethod = \"pgs\"\n").unwrap_err().to_string();
+        assert_eq!(e, "t.toml: solver.method: \"pgs\" is frictionless and material[1] has friction (use method = \"apgd\", the default)");
         assert!(warnings("dem", "friction = 0.5", "").is_empty());
+    }
+
+    #[test]
+    fn restitution_under_dem_is_named_in_one_line() {
         assert_eq!(warnings("dem", "", "restitution = 0.5"), ["t.toml: material[1].restitution is ignored by solver \"dem\" (the DEM damps with dem.damping)"]);
         assert!(warnings("cd", "restitution = 0.5", "").is_empty());
     }

@@ -25,8 +25,31 @@ pub(super) fn solver_settings(c: &Ctx, cfg: &SolverCfg, solver: SolverKind) -> R
         },
         method: cfg.method,
         pgs_order: cfg.pgs_order,
+        friction_law: cfg.friction_law,
     };
     Ok(SolverOwned::resolved("[solver]", settings))
+}
+
+/// Friction where the solver has none: compatible-cd (frictionless
+/// compatibility) and PGS refuse a material with μ_s or μ_d > 0.
+pub(super) fn check_friction(c: &Ctx, materials: &[MaterialCfg], sim: &Simulation, solver: &SolverOwned<SolverSettings>) -> Result<(), ConfigError> {
+    let with = materials.iter().enumerate().find_map(|(i, m)| {
+        if m.friction > 0.0 {
+            Some((i, "friction"))
+        } else if m.friction_dynamic.is_some_and(|mu| mu > 0.0) {
+            Some((i, "friction_dynamic"))
+        } else {
+            None
+        }
+    });
+    let Some((i, key)) = with else { return Ok(()) };
+    if sim.solver == SolverKind::CompatibleCd {
+        return Err(c.err(format!("material[{i}].{key}"), "solver \"compatible-cd\" is frictionless (use \"cd\" or \"dem\" for frictional grains)"));
+    }
+    if solver.get().is_some_and(|s| s.method == crate::scene::CdMethod::Pgs) {
+        return Err(c.err("solver.method", format!("\"pgs\" is frictionless and material[{i}] has friction (use method = \"apgd\", the default)")));
+    }
+    Ok(())
 }
 
 /// What the DEM's defaults and start checks look at.

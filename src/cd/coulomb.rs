@@ -1,0 +1,103 @@
+//! CD, step 3b with friction: the contact problem of [`super::friction`]
+//! solved by APGD, for either law of `[solver] friction_law`.
+//!
+//! - "coulomb" (exact): a fixed point of Tresca problems. Each round solves
+//!   the convex QP with the friction bound g_c = μ_c f_n,c frozen at the
+//!   previous round's normal forces (APGD over discs, warm-started), until
+//!   the De Saxcé residual of the Coulomb law itself is below the
+//!   threshold. At the fixed point |f_t| ≤ μ f_n with f_t against the
+//!   sliding, and sliding contacts do not open.
+//! - "cone": one QP over the friction cones (Anitescu–Tasora).
+//!
+//! Static and dynamic coefficients: a contact that slid at the end of the
+//! previous step starts with μ_d, one that stuck with μ_s; a contact that
+//! slides in a solution with μ_s (|u_t| above [`SLIP`] × threshold) takes
+//! μ_d and the step is solved again from there. Each contact switches at
+//! most once per step, so the rounds end.
+use super::apgd::{apgd, threshold, QpResult};
+use super::friction::{coulomb_residual_max, Set, SLIP};
+use super::operator::ContactOperator;
+use crate::parallel::Comm;
+use crate::petsc::{Result, Vector};
+use crate::scene::FrictionLaw;
+
+/// Rounds of the Coulomb fixed point at most (each has one APGD solve).
+const MAX_ROUNDS: u32 = 200;
+
+/// The per-contact coefficients of one step.
+pub struct Coefficients<'a> {
+    pub mu_s: &'a [f64],
+    pub mu_d: &'a [f64],
+    /// The contact slid at the end of the previous step.
+    pub sliding: &'a [bool],
+}
+
+/// How a frictional solve ended.
+pub struct FrictionResult {
+    /// Iterations summed over rounds; `residual` is the Coulomb (or cone)
+    /// natural-map residual of the returned forces.
+    pub qp: QpResult,
+    /// Rounds taken (APGD solves).
+    pub rounds: u32,
+    /// Per local contact: slides at the end of the step.
+    pub sliding: Vec<bool>,
+}
+
+/// Solves the frictional contact problem in place (`f` holds the warm
+/// start, 3 entries per contact). Collective.
+#[allow(clippy::too_many_arguments)]
+pub fn solve(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, coef: &Coefficients, law: FrictionLaw, tol: f64, max_it: u32) -> Result<FrictionResult> {
+    let nc = op.n_local();
+    let thr = threshold(p, tol)?;
+    let mut mu: Vec<f64> = (0..nc).map(|i| if coef.sliding[i] { coef.mu_d[i] } else { coef.mu_s[i] }).collect();
+    let mut switched: Vec<bool> = coef.sliding.to_vec();
+    let mut nf = op.contact_vec()?;
+    let mut iterations = 0u64;
+    let mut rounds = 0;
+    let (residual, converged) = loop {
+        rounds += 1;
+        let set = match law {
+            FrictionLaw::Cone => Set::Cone(mu.clone()),
+            FrictionLaw::Coulomb => {
+                let fv = f.view()?;
+                Set::Disc(mu.iter().zip(fv.chunks_exact(3)).map(|(m, c)| m * c[0].max(0.0)).collect())
+            }
+        };
+        let c = op.constraint(set);
+        let left = (max_it as u64).saturating_sub(iterations).max(1) as u32;
+        let res = apgd(comm, op, &c, p, f, tol, left)?;
+        iterations += res.iterations;
+        op.apply_n(f, &mut nf)?;
+        let (fv, nv, pv) = (f.view()?, nf.view()?, p.view()?);
+        let r_local = match law {
+            FrictionLaw::Coulomb => coulomb_residual_max(&fv, &nv, &pv, &op.row_act, &mu),
+            FrictionLaw::Cone => c.residual(&fv, &nv, &pv),
+        };
+        let r = crate::parallel::max_f64(comm, r_local);
+        // Slip is judged at a solution of the law with the present μ (a
+        // round with frozen bounds slides where the bound is still short).
+        let mut n_switch = 0u64;
+        for i in 0..nc {
+            if r <= thr && !switched[i] && mu[i] != coef.mu_d[i] && slip_speed(&nv, &pv, &op.row_act, i) > SLIP * thr {
+                (mu[i], switched[i]) = (coef.mu_d[i], true);
+                n_switch += 1;
+            }
+        }
+        let n_switch = crate::parallel::sum_u64(comm, n_switch);
+        let out_of_budget = iterations >= max_it as u64 || rounds >= MAX_ROUNDS;
+        if crate::parallel::signals::stopping() || (r <= thr && n_switch == 0) || out_of_budget {
+            break (r, r <= thr && n_switch == 0);
+        }
+    };
+    let sliding = {
+        let (nv, pv) = (nf.view()?, p.view()?);
+        (0..nc).map(|i| slip_speed(&nv, &pv, &op.row_act, i) > SLIP * thr).collect()
+    };
+    Ok(FrictionResult { qp: QpResult { iterations, residual, threshold: thr, converged }, rounds, sliding })
+}
+
+/// |u_t| of contact `i` from N f and p.
+fn slip_speed(nf: &[f64], p: &[f64], act: &[f64], i: usize) -> f64 {
+    let t = |k: usize| (nf[3 * i + k] + p[3 * i + k]) * act[3 * i + k];
+    t(1).hypot(t(2))
+}
