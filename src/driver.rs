@@ -104,6 +104,9 @@ pub struct Summary {
     pub kinetic_energy: f64,
     pub solver_iterations_total: u64,
     pub solver_iterations_per_step: Vec<u64>,
+    /// Per step, the complementarity residual its contact solve ended at
+    /// (cd and compatible-cd; null under the DEM).
+    pub solver_residual_per_step: Vec<Option<f64>>,
     /// Linear (KSP) iterations over the run (implicit DEM).
     pub linear_iterations_total: u64,
     /// Step attempts rejected and redone shorter (implicit DEM).
@@ -150,9 +153,11 @@ pub struct WallState {
 struct StepTally {
     /// The number of the first step held below.
     first_step: u64,
-    /// Per step: solver iterations and Δt taken; earlier starts' first.
+    /// Per step: solver iterations, Δt taken and the solve's residual (NaN
+    /// for none); earlier starts' first.
     iterations_per_step: Vec<u64>,
     dt_per_step: Vec<f64>,
+    residual_per_step: Vec<f64>,
     linear_iterations: u64,
     rejected: u64,
     /// This start's wall clock.
@@ -164,7 +169,8 @@ struct StepTally {
     earlier_phases: BTreeMap<String, [f64; 3]>,
 }
 
-/// Checkpoint table of the steps so far: key step, u = [iterations], f = [Δt].
+/// Checkpoint table of the steps so far: key step, u = [iterations],
+/// f = [Δt, residual].
 const RUN_STEPS_TABLE: &str = "run_steps";
 /// Checkpoint table of the run's totals so far, key → f = [value, ...]:
 /// 0 wall time, 1 linear iterations, 2 rejected attempts, 3 rebuilds,
@@ -185,6 +191,7 @@ impl StepTally {
             first_step,
             iterations_per_step: Vec::new(),
             dt_per_step: Vec::new(),
+            residual_per_step: Vec::new(),
             linear_iterations: 0,
             rejected: 0,
             start: Instant::now(),
@@ -197,6 +204,7 @@ impl StepTally {
     fn add(&mut self, r: &StepReport) {
         self.iterations_per_step.push(r.iterations);
         self.dt_per_step.push(r.dt);
+        self.residual_per_step.push(r.residual.unwrap_or(f64::NAN));
         self.linear_iterations += r.linear_iterations;
         self.rejected += r.rejected;
     }
@@ -234,11 +242,11 @@ impl StepTally {
     /// (the checkpoint spreads them). Collective.
     fn tables(&self, world: &World) -> [(String, FlatRecords); 2] {
         let (wall, [rebuilds, rebalances, migrated], phases) = self.totals(world);
-        let mut steps = FlatRecords::new(1, 1);
+        let mut steps = FlatRecords::new(1, 2);
         let mut totals = FlatRecords::new(0, 3);
         if world.comm().rank() == 0 {
-            for (k, (&it, &dt)) in self.iterations_per_step.iter().zip(&self.dt_per_step).enumerate() {
-                steps.push(self.first_step + k as u64, &[it], &[dt]);
+            for (k, ((&it, &dt), &r)) in self.iterations_per_step.iter().zip(&self.dt_per_step).zip(&self.residual_per_step).enumerate() {
+                steps.push(self.first_step + k as u64, &[it], &[dt, r]);
             }
             let scalars = [wall, self.linear_iterations as f64, self.rejected as f64, rebuilds as f64, rebalances as f64, migrated as f64];
             for (k, v) in scalars.into_iter().enumerate() {
@@ -257,7 +265,7 @@ impl StepTally {
     fn adopt(&mut self, world: &World, tables: &[(String, FlatRecords)], checkpoint_step: u64) {
         let comm = world.comm();
         let to_root = |name: &str, n_u: usize| {
-            let t = tables.iter().find(|(n, t)| n == name && t.n_u == n_u).map(|(_, t)| t).cloned().unwrap_or_else(|| FlatRecords::new(n_u, if n_u == 1 { 1 } else { 3 }));
+            let t = tables.iter().find(|(n, t)| n == name && t.n_u == n_u).map(|(_, t)| t).cloned().unwrap_or_else(|| FlatRecords::new(n_u, if n_u == 1 { 2 } else { 3 }));
             crate::parallel::records::send_to(comm, &t, &vec![0; t.len()])
         };
         let (steps, totals) = (to_root(RUN_STEPS_TABLE, 1), to_root(RUN_TOTALS_TABLE, 0));
@@ -271,6 +279,7 @@ impl StepTally {
         self.first_step = first;
         self.iterations_per_step = order.iter().map(|&i| steps.u_row(i)[0]).collect();
         self.dt_per_step = order.iter().map(|&i| steps.f_row(i)[0]).collect();
+        self.residual_per_step = order.iter().map(|&i| steps.f_row(i).get(1).copied().unwrap_or(f64::NAN)).collect();
         let names: Vec<&str> = world.timers().iter().map(|(n, _)| n).collect();
         for i in 0..totals.len() {
             let (k, f) = (totals.keys[i], totals.f_row(i));
@@ -698,6 +707,7 @@ fn finish(
         rejected_steps: tally.rejected,
         dt_taken: tally.dt_taken(),
         solver_iterations_per_step: tally.iterations_per_step,
+        solver_residual_per_step: tally.residual_per_step.iter().map(|&r| r.is_finite().then_some(r)).collect(),
         wall_time,
         phases,
         reactions: world.reactions(solver.reaction_normals()),

@@ -20,6 +20,10 @@ pub struct StepReport {
     pub dt: f64,
     /// Linear (KSP) iterations of the step (0 where there is no KSP).
     pub linear_iterations: u64,
+    /// The complementarity residual the step's contact solve ended at (cd:
+    /// the natural-map residual its stopping rule compares with
+    /// tolerance × max|p|); None where the solver has none.
+    pub residual: Option<f64>,
     /// Attempts of this step that were rejected and redone with a shorter Δt.
     pub rejected: u64,
     /// The attempt was not taken (bodies, forces and history untouched):

@@ -209,17 +209,22 @@ fn a_frictional_pile_of_blocks_on_a_slope_comes_to_rest_and_does_not_creep() {
     }
 }
 
-/// A frictional pour (μ = 0.5, 48 spheres dropped into a box): the same
-/// contacts on 1, 2 and 3 ranks at each of its first frames, and forces
-/// within the solver's tolerance.
+/// A frictional pour (μ_s = μ_d = 0.5, 48 spheres in touch thrown down and
+/// sideways onto the floor of a box, so that they land and slide in the
+/// first step): the same contacts on 1, 2 and 3 ranks at each of its first
+/// 10 steps, velocities within 1e-9 m/s and forces within 1e-6 of the
+/// largest (its forces are indeterminate: one of many, picked by the
+/// solver's path, which the rank count changes in the last bits of its
+/// sums). With μ_d < μ_s a contact at the margin of slip may switch to μ_d
+/// on one rank count and not on another: measured 4e-9 m/s here.
 #[test]
 fn a_frictional_pour_has_the_same_contacts_and_forces_on_1_2_and_3_ranks() {
     let dir = tempfile::tempdir().unwrap();
-    let text = common::Spheres::new("cd", 0.03, 1e-3, [0.0, 0.0, -9.81], 0.01)
-        .material("friction = 0.5\nfriction_dynamic = 0.4")
-        .lattice([-0.03, -0.02, 0.0105], [4, 3, 4], 0.0, [0.0, 0.0, 0.0])
+    let text = common::Spheres::new("cd", 0.01, 1e-3, [0.0, 0.0, -9.81], 0.01)
+        .material("friction = 0.5\nfriction_dynamic = 0.5")
+        .lattice([-0.03, -0.02, 0.01], [4, 3, 4], 0.0, [0.3, 0.1, -0.2])
         .ground()
-        .with("[[wall]]\npoint = [-0.04, 0.0, 0.0]\nnormal = [1.0, 0.0, 0.0]\n\n[[wall]]\npoint = [0.05, 0.0, 0.0]\nnormal = [-1.0, 0.0, 0.0]\n\n[solver]\ntolerance = 1e-9\n")
+        .with("[[wall]]\npoint = [-0.04, 0.0, 0.0]\nnormal = [1.0, 0.0, 0.0]\n\n[[wall]]\npoint = [0.05, 0.0, 0.0]\nnormal = [-1.0, 0.0, 0.0]\n\n[solver]\ntolerance = 1e-11\n")
         .every(1)
         .toml();
     let key = |f: &Frame| {
@@ -232,15 +237,21 @@ fn a_frictional_pour_has_the_same_contacts_and_forces_on_1_2_and_3_ranks() {
     assert!(fmax > 0.0, "no contact force in the pour");
     for (np, run) in [2, 3].iter().zip(&runs[1..]) {
         assert_eq!(run.len(), runs[0].len());
-        let mut df = 0.0f64;
+        let (mut df, mut dv) = (0.0f64, 0.0f64);
         for (a, b) in runs[0].iter().zip(run) {
+            let dvf = a.vel.iter().zip(&b.vel).map(|(u, v)| norm(&[u[0] - v[0], u[1] - v[1], u[2] - v[2]])).fold(0.0, f64::max);
+            if std::env::var("POUR_TRACE").is_ok() {
+                eprintln!("t = {:.3}: {} contacts, |Δv| ≤ {dvf:.2e}", a.t, a.contacts.len());
+            }
+            dv = dv.max(dvf);
             let (ka, kb) = (key(a), key(b));
             assert_eq!(ka.iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(), kb.iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(), "t = {}: contacts differ on {np} ranks", a.t);
             for (x, y) in ka.iter().zip(&kb) {
                 df = df.max((x.3 - y.3).abs()).max(norm(&[x.4[0] - y.4[0], x.4[1] - y.4[1], x.4[2] - y.4[2]]));
             }
         }
-        eprintln!("pour on {np} ranks: forces within {df:.2e} N of 1 rank (largest {fmax:.3e} N)");
+        eprintln!("pour on {np} ranks: velocities within {dv:.2e} m/s, forces within {df:.2e} N of 1 rank (largest {fmax:.3e} N)");
+        assert!(dv <= 1e-9, "{np} ranks: velocities differ by {dv} m/s");
         assert!(df <= 1e-6 * fmax, "{np} ranks: forces differ by {df} N (largest {fmax} N)");
     }
 }

@@ -48,6 +48,9 @@ pub struct CdStats {
     pub solve_seconds: f64,
     /// Solves that stopped at max_iterations.
     pub not_converged: u64,
+    /// APGD solves of the frictional steps (Tresca rounds, or one per cone
+    /// solve and μ_s → μ_d switch).
+    pub friction_rounds: u64,
 }
 
 /// History column of the previous step's force of each contact (the warm
@@ -198,6 +201,16 @@ impl Solver for CdSolver {
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces, history: &mut History) -> Result<StepReport, SolverError> {
         self.step_with(ctx, bodies, forces, history, None).map(|(report, _)| report)
     }
+
+    fn summary(&self, _comm: &crate::parallel::Comm) -> serde_json::Map<String, serde_json::Value> {
+        // Every rank takes part in every solve: its counts are the run's.
+        let mut m = serde_json::Map::new();
+        m.insert("cd_steps_not_converged".into(), self.stats.not_converged.into());
+        if self.friction {
+            m.insert("friction_rounds".into(), self.stats.friction_rounds.into());
+        }
+        m
+    }
 }
 
 impl CdSolver {
@@ -225,6 +238,7 @@ impl CdSolver {
         let mut tangents = Vec::new();
         let mut sliding: Vec<bool> = Vec::new();
         let mut iterations = 0;
+        let mut residual = None;
         let mut compatible = Vec::new();
         if nc_global > 0 {
             if self.stages.is_none() {
@@ -248,6 +262,7 @@ impl CdSolver {
                 let coef = coulomb::Coefficients { mu_s: &mu_s, mu_d: &mu_d, sliding: &was };
                 let out = coulomb::solve(comm, &mut op, &p, &mut f, &coef, set.friction_law, set.tolerance, set.max_iterations)?;
                 sliding = out.sliding;
+                self.stats.friction_rounds += out.rounds as u64;
                 out.qp
             } else {
                 match set.method {
@@ -279,6 +294,7 @@ impl CdSolver {
                 );
             }
             iterations = res.iterations;
+            residual = Some(res.residual);
             f_local = f.view()?.to_vec();
             tangents = std::mem::take(&mut op.tangents);
             if let Some(post) = post.as_mut() {
@@ -312,7 +328,7 @@ impl CdSolver {
             })
             .collect();
         self.keep_history(contacts, forces, &sliding, history);
-        Ok((StepReport { iterations, dt, ..Default::default() }, compatible))
+        Ok((StepReport { iterations, dt, residual, ..Default::default() }, compatible))
     }
 
     /// The warm start of the step's forces by contact identity: the
