@@ -1,5 +1,5 @@
 //! CD, step 3b: APGD on the QP (22), min ½ fᵀNf + pᵀf s.t. f ≥ 0, or over
-//! a frictional set of [`super::friction`] (a Tresca disc or the cone)
+//! a frictional set of [`super::friction`] (the Coulomb map or the cone)
 //! (Mazhar, Heyn, Negrut, Tasora 2015, Algorithm "APGD"): Nesterov
 //! acceleration, step 1/L with L from a backtracking Lipschitz estimate
 //! (doubled until the quadratic upper bound holds, relaxed by 0.9 after each
@@ -60,7 +60,7 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, c: &Constraint, p: &Vector, f
     // result), which a metric diag(N) would change.
     let act = &c.act;
     let normal = matches!(c.set, Set::Normal);
-    let mut lip = lipschitz_estimate(comm, op, act)?;
+    let mut lip = lipschitz_estimate(comm, op, act, c.scale.as_deref())?;
     let mut best = x.try_clone()?;
     let mut best_r = r;
     let mut y = x.try_clone()?;
@@ -83,7 +83,12 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, c: &Constraint, p: &Vector, f
                 let (yg, nyg, pg, mut xg) = (y.view()?, ny.view()?, p.view()?, xn.view_mut()?);
                 let inv = 1.0 / lip;
                 // x⁺ = P(y − g/L), g = N y + p (the projection fused for f ≥ 0).
-                if normal {
+                if let Some(sc) = &c.scale {
+                    for ((((x, y), ny), p), s) in xg.iter_mut().zip(yg.iter()).zip(nyg.iter()).zip(pg.iter()).zip(sc) {
+                        *x = y - (ny + p) * (inv * s);
+                    }
+                    c.project(&mut xg);
+                } else if normal {
                     for ((((x, y), ny), p), a) in xg.iter_mut().zip(yg.iter()).zip(nyg.iter()).zip(pg.iter()).zip(act) {
                         *x = (y - (ny + p) * inv).max(0.0) * a;
                     }
@@ -99,6 +104,11 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, c: &Constraint, p: &Vector, f
             (sums, r_local) = trial_sums(&xn.view()?, &nxn.view()?, &y.view()?, &ny.view()?, &x.view()?, &p.view()?, act);
             if !normal {
                 r_local = c.residual(&xn.view()?, &nxn.view()?, &p.view()?);
+            }
+            if let Some(sc) = &c.scale {
+                // ‖d‖² in the metric diag(1/s).
+                let (xv, yv) = (xn.view()?, y.view()?);
+                sums[1] = xv.iter().zip(yv.iter()).zip(sc).map(|((x, y), s)| if *s > 0.0 { (x - y) * (x - y) / s } else { 0.0 }).sum::<f64>();
             }
             crate::parallel::sum_f64s(comm, &mut sums);
             r = crate::parallel::max_f64(comm, r_local);
@@ -177,14 +187,19 @@ fn trial_sums(xn: &[f64], nxn: &[f64], y: &[f64], ny: &[f64], x: &[f64], p: &[f6
     ([sum(0), sum(1), sum(2)], acc.iter().fold(0.0, |m, a| m.max(a[3])))
 }
 
-/// ‖N d‖/‖d‖ on d = 1 over the active contacts (`act`): a lower bound on
-/// the largest eigenvalue of N, raised by backtracking. Collective.
-fn lipschitz_estimate(comm: &Comm, op: &mut ContactOperator, act: &[f64]) -> Result<f64> {
+/// ‖N d‖/‖d‖ on d = 1 over the active contacts (`act`), in the metric of
+/// `scale` if any (‖S^½ N S^½ 1‖/‖1‖): a lower bound on the largest
+/// eigenvalue, raised by backtracking. Collective.
+fn lipschitz_estimate(comm: &Comm, op: &mut ContactOperator, act: &[f64], scale: Option<&[f64]>) -> Result<f64> {
+    let root: Vec<f64> = match scale {
+        Some(s) => s.iter().zip(act).map(|(s, a)| s.sqrt() * a).collect(),
+        None => act.to_vec(),
+    };
     let mut d = op.contact_vec()?;
-    d.view_mut()?.copy_from_slice(act);
+    d.view_mut()?.copy_from_slice(&root);
     let mut nd = op.contact_vec()?;
     op.apply_n(&d, &mut nd)?;
-    let mut s = [nd.view()?.iter().zip(act).map(|(x, a)| x * x * a).sum::<f64>(), act.iter().sum::<f64>()];
+    let mut s = [nd.view()?.iter().zip(&root).zip(act).map(|((x, r), a)| if scale.is_some() { (x * r) * (x * r) } else { x * x * a }).sum::<f64>(), act.iter().sum::<f64>()];
     crate::parallel::sum_f64s(comm, &mut s);
     let lip = if s[1] > 0.0 { (s[0] / s[1]).sqrt() } else { 1.0 };
     Ok(if lip.is_finite() && lip > 0.0 { lip } else { 1.0 })

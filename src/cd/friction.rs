@@ -9,9 +9,8 @@
 //! 0 ≤ f_n ⊥ u_n ≥ 0,  |f_t| ≤ μ f_n,  u_t ≠ 0 ⇒ f_t = −μ f_n u_t/|u_t|
 //!
 //! (De Saxcé's form: K_μ ∋ f ⊥ û ∈ K_μ* with û = u + μ|u_t| e_n). It is no
-//! convex program; [`super::coulomb`] solves it as a fixed point of Tresca
-//! problems (the disc |f_t| ≤ g with g = μ f_n frozen, a convex QP). The
-//! cone relaxation of Anitescu–Tasora (what Chrono solves) is the QP over
+//! convex program; [`super::coulomb`] solves it by APGD with the Coulomb
+//! map [`project_coulomb`] in place of a projection. The cone relaxation of Anitescu–Tasora (what Chrono solves) is the QP over
 //! K_μ itself; it drops the μ|u_t| shift, so a sliding contact opens at
 //! u_n = μ|u_t|.
 use crate::body::Bodies;
@@ -59,10 +58,13 @@ pub fn frictional(scene: &Scene) -> bool {
 pub enum Set {
     /// f_n ≥ 0 (frictionless; one row per contact).
     Normal,
-    /// f_n ≥ 0 and |f_t| ≤ g_c (Tresca: the bound per contact is frozen).
-    Disc(Vec<f64>),
     /// |f_t| ≤ μ_c f_n (the friction cone K_μ).
     Cone(Vec<f64>),
+    /// The cone again, but reached by [`project_coulomb`] (f_n clamped,
+    /// then f_t clipped to μ_c f_n): the fixed points of projected
+    /// gradient steps are then the exact Coulomb law's solutions, and the
+    /// residual is De Saxcé's.
+    Coulomb(Vec<f64>),
 }
 
 /// The feasible set of one solve: `rows` per contact (1 or 3), `act` 1 on
@@ -73,6 +75,10 @@ pub struct Constraint {
     pub rows: usize,
     pub act: Vec<f64>,
     pub set: Set,
+    /// APGD's metric, per row: the step along row i is s_i × its gradient
+    /// (None: s = 1). One value per contact over its rows, so the discs
+    /// and cones keep their shape.
+    pub scale: Option<Vec<f64>>,
 }
 
 impl Constraint {
@@ -84,15 +90,15 @@ impl Constraint {
                     *x = x.max(0.0) * a;
                 }
             }
-            Set::Disc(g) => {
-                for ((c, a), &g) in x.chunks_exact_mut(3).zip(self.act.chunks_exact(3)).zip(g) {
-                    let f = project_disc([c[0] * a[0], c[1] * a[1], c[2] * a[2]], g);
-                    c.copy_from_slice(&f);
-                }
-            }
             Set::Cone(mu) => {
                 for ((c, a), &mu) in x.chunks_exact_mut(3).zip(self.act.chunks_exact(3)).zip(mu) {
                     let f = project_cone([c[0] * a[0], c[1] * a[1], c[2] * a[2]], mu);
+                    c.copy_from_slice(&f);
+                }
+            }
+            Set::Coulomb(mu) => {
+                for ((c, a), &mu) in x.chunks_exact_mut(3).zip(self.act.chunks_exact(3)).zip(mu) {
+                    let f = project_coulomb([c[0] * a[0], c[1] * a[1], c[2] * a[2]], mu);
                     c.copy_from_slice(&f);
                 }
             }
@@ -104,8 +110,8 @@ impl Constraint {
     pub fn residual(&self, x: &[f64], nx: &[f64], p: &[f64]) -> f64 {
         match &self.set {
             Set::Normal => x.iter().zip(nx).zip(p).zip(&self.act).map(|(((x, n), p), a)| x.min(n + p).abs() * a).fold(0.0, f64::max),
-            Set::Disc(g) => blocks(x, nx, p, &self.act).zip(g).map(|((f, u), &g)| natural_map(f, u, |z| project_disc(z, g))).fold(0.0, f64::max),
             Set::Cone(mu) => blocks(x, nx, p, &self.act).zip(mu).map(|((f, u), &mu)| natural_map(f, u, |z| project_cone(z, mu))).fold(0.0, f64::max),
+            Set::Coulomb(mu) => coulomb_residual_max(x, nx, p, &self.act, mu),
         }
     }
 }
@@ -143,6 +149,14 @@ pub fn project_disc(f: [f64; 3], g: f64) -> [f64; 3] {
     let s = f[1].hypot(f[2]);
     let k = if s > g { if s > 0.0 { g.max(0.0) / s } else { 0.0 } } else { 1.0 };
     [f[0].max(0.0), f[1] * k, f[2] * k]
+}
+
+/// The Coulomb map onto K_μ: f_n clamped at zero, then f_t clipped to the
+/// disc of radius μ f_n. Not the orthogonal projection: f = P(f − u/L)
+/// holds exactly where f obeys Signorini and Coulomb (a clipped f_t points
+/// against u_t, and u_n is left alone), with no μ|u_t| dilation.
+pub fn project_coulomb(f: [f64; 3], mu: f64) -> [f64; 3] {
+    project_disc(f, mu * f[0].max(0.0))
 }
 
 /// Orthogonal projection onto the cone K_μ = {|f_t| ≤ μ f_n}.
@@ -217,5 +231,25 @@ mod tests {
         // friction along the sliding, or above the bound, is not Coulomb either
         assert!(coulomb_residual([2.0, 0.48, -0.64], ut, mu) > 0.1);
         assert!(coulomb_residual([1.0, 0.6, 0.0], [0.0, 0.0, 0.0], mu) > 0.1);
+    }
+
+    #[test]
+    fn the_coulomb_map_fixes_exactly_the_coulomb_solutions() {
+        let mu = 0.4;
+        let fixed = |f: [f64; 3], u: [f64; 3]| {
+            let z = project_coulomb([f[0] - 0.5 * u[0], f[1] - 0.5 * u[1], f[2] - 0.5 * u[2]], mu);
+            (0..3).all(|k| (z[k] - f[k]).abs() < 1e-14)
+        };
+        let cases = [
+            ([1.0, 0.1, 0.2], [0.0, 0.0, 0.0]),
+            ([2.0, -0.48, 0.64], [0.0, 3.0, -4.0]),
+            ([0.0, 0.0, 0.0], [1.0, 5.0, 0.0]),
+            ([2.0, -0.48, 0.64], [0.4 * 5.0, 3.0, -4.0]),
+            ([2.0, 0.48, -0.64], [0.0, 3.0, -4.0]),
+            ([1.0, 0.6, 0.0], [0.0, 0.0, 0.0]),
+        ];
+        for (f, u) in cases {
+            assert_eq!(fixed(f, u), coulomb_residual(f, u, mu) < 1e-14, "f = {f:?}, u = {u:?}");
+        }
     }
 }

@@ -23,7 +23,7 @@ use crate::body::dof_free;
 use crate::body::Bodies;
 use crate::contact::{Contacts, WALL_ID_BASE};
 use crate::petsc::{Stage, Vector};
-use crate::scene::{CdMethod, Scene};
+use crate::scene::{CdMethod, CdScaling, Scene};
 use crate::contact::ContactKey;
 use crate::solver::{Column, ContactForces, History, HistorySpec, SolverError, Solver, StepContext, StepReport};
 use nalgebra::{UnitQuaternion, Vector3, Vector6};
@@ -48,8 +48,8 @@ pub struct CdStats {
     pub solve_seconds: f64,
     /// Solves that stopped at max_iterations.
     pub not_converged: u64,
-    /// APGD solves of the frictional steps (Tresca rounds, or one per cone
-    /// solve and μ_s → μ_d switch).
+    /// APGD solves of the frictional steps (one per step, plus one after
+    /// each round of μ_s → μ_d switches).
     pub friction_rounds: u64,
 }
 
@@ -260,14 +260,18 @@ impl CdSolver {
                 let slid = history.contact.col(SLIDING);
                 let was: Vec<bool> = (0..nc).map(|i| history.contact.get(&contacts.key(i)).is_some_and(|row| slid.of(row)[0] != 0.0)).collect();
                 let coef = coulomb::Coefficients { mu_s: &mu_s, mu_d: &mu_d, sliding: &was };
-                let out = coulomb::solve(comm, &mut op, &p, &mut f, &coef, set.friction_law, set.tolerance, set.max_iterations)?;
+                let scaled = set.scaling == CdScaling::Diagonal;
+                let out = coulomb::solve(comm, &mut op, &p, &mut f, &coef, set.friction_law, scaled, set.tolerance, set.max_iterations)?;
                 sliding = out.sliding;
                 self.stats.friction_rounds += out.rounds as u64;
                 out.qp
             } else {
                 match set.method {
                     CdMethod::Apgd => {
-                        let c = op.constraint(Set::Normal);
+                        let c = match set.scaling {
+                            CdScaling::None => op.constraint(Set::Normal),
+                            CdScaling::Diagonal => op.constraint_scaled(Set::Normal),
+                        };
                         apgd::apgd(comm, &mut op, &c, &p, &mut f, set.tolerance, set.max_iterations)?
                     }
                     CdMethod::Pgs => pgs::pgs(comm, &op, ctx.layout, bodies.len(), &p, &mut f, set.tolerance, set.max_iterations, set.pgs_order)?,

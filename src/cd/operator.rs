@@ -298,7 +298,23 @@ impl ContactOperator {
     /// The feasible set `set` over this operator's rows (inactive rows held
     /// at zero).
     pub fn constraint(&self, set: Set) -> Constraint {
-        Constraint { rows: self.rows, act: self.row_act.clone(), set }
+        Constraint { rows: self.rows, act: self.row_act.clone(), set, scale: None }
+    }
+
+    /// The same set with APGD's metric scaled by 1/N_cc, the inverse of
+    /// the diagonal of N at each contact's normal row (Jacobi scaling).
+    pub fn constraint_scaled(&self, set: Set) -> Constraint {
+        let scale = (0..self.n_local())
+            .flat_map(|i| {
+                let mut d = self.ja[i].dot(&(self.minv[self.ia[i]] * self.ja[i]));
+                if self.ib[i] != WALL_INDEX {
+                    d += self.jb[i].dot(&(self.minv[self.ib[i]] * self.jb[i]));
+                }
+                let s = if d > 0.0 { 1.0 / (self.dt * d) } else { 0.0 };
+                std::iter::repeat_n(s, self.rows)
+            })
+            .collect();
+        Constraint { scale: Some(scale), ..self.constraint(set) }
     }
 
     /// The stopping measure over all ranks: the largest natural-map residual

@@ -1,5 +1,5 @@
 //! The TOML schema, exactly as users write it. Every table refuses unknown keys.
-use crate::scene::{CdMethod, FrictionLaw, PgsOrder, SolverKind};
+use crate::scene::{CdMethod, CdScaling, FrictionLaw, PgsOrder, SolverKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -716,6 +716,13 @@ pub struct SolverCfg {
     #[serde(default)]
     #[schemars(with = "String", extend("enum" = ["coulomb", "cone"]))]
     pub friction_law: FrictionLaw,
+    /// APGD: "none" (default; plain gradient steps, which pick the
+    /// minimum-norm-like forces of an indeterminate pack) or "diagonal"
+    /// (each contact's step scaled by the inverse of its diagonal entry of
+    /// N: the same motion, other forces where they are not unique).
+    #[serde(default)]
+    #[schemars(with = "String", extend("enum" = ["none", "diagonal"]))]
+    pub scaling: CdScaling,
 }
 
 impl Default for SolverCfg {
@@ -726,6 +733,7 @@ impl Default for SolverCfg {
             method: CdMethod::default(),
             pgs_order: PgsOrder::default(),
             friction_law: FrictionLaw::default(),
+            scaling: CdScaling::default(),
         }
     }
 }

@@ -272,6 +272,21 @@ pub struct SolverSettings {
     pub pgs_order: PgsOrder,
     /// `cd` with friction: the exact Coulomb law or its cone relaxation.
     pub friction_law: FrictionLaw,
+    /// `cd` with APGD: the step's metric.
+    pub scaling: CdScaling,
+}
+
+/// APGD's metric in `cd` (`[solver] scaling`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CdScaling {
+    /// Plain gradient steps: from f = 0 the minimum-norm-like forces of an
+    /// indeterminate pack (olsen-kamrin Fig. 8).
+    #[default]
+    None,
+    /// Steps scaled by 1/N_cc per contact (Jacobi): the same velocities,
+    /// other forces where they are not unique.
+    Diagonal,
 }
 
 /// The friction law of `cd` (`[solver] friction_law`).

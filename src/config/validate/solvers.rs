@@ -26,6 +26,7 @@ pub(super) fn solver_settings(c: &Ctx, cfg: &SolverCfg, solver: SolverKind) -> R
         method: cfg.method,
         pgs_order: cfg.pgs_order,
         friction_law: cfg.friction_law,
+        scaling: cfg.scaling,
     };
     Ok(SolverOwned::resolved("[solver]", settings))
 }
