@@ -21,13 +21,13 @@ fn run_text(np: usize, dir: &Path, name: &str, text: &str) -> PathBuf {
     common::run_config(np, dir, name, text).0
 }
 
-/// A 0.1 m cube (density 1500) face down on the floor z = 0 under gravity
-/// g (sin θ, 0, −cos θ), `tan` = tan θ, with μ_s, μ_d and `extra` TOML.
-fn cube_incline(np: usize, dir: &Path, name: &str, tan: f64, mu_s: f64, mu_d: f64, extra: &str) -> Vec<Frame> {
-    let every = if extra.contains("cone") { 1 } else { 10 };
+/// The TOML of a 0.1 m cube (density 1500) face down on the floor z = 0
+/// under gravity g (sin θ, 0, −cos θ), `tan` = tan θ, with μ_s, μ_d; a
+/// frame every `every` steps; `extra` lines in `[solver]`.
+fn cube_text_with(tan: f64, mu_s: f64, mu_d: f64, extra: &str, every: u32) -> String {
     let cos = 1.0 / (1.0 + tan * tan).sqrt();
     let g = [G * tan * cos, 0.0, -G * cos];
-    let text = format!(
+    format!(
         "[simulation]\nsolver = \"cd\"\nt_end = 0.2\ndt = 1e-3\ngravity = {g:?}\n\n\
          [[material]]\nname = \"block\"\ndensity = 1500.0\nfriction = {mu_s:?}\nfriction_dynamic = {mu_d:?}\n\n\
          [[shape]]\nname = \"cube\"\nkind = \"box\"\nsize = [0.1, 0.1, 0.1]\n\n\
@@ -36,8 +36,18 @@ fn cube_incline(np: usize, dir: &Path, name: &str, tan: f64, mu_s: f64, mu_d: f6
          [contact]\ndistance = 0.001\nskin = 0.002\n\n\
          [solver]\ntolerance = 1e-10\n{extra}\n\n\
          [output]\ndir = \"OUTDIR\"\nevery = {every}\n"
-    );
-    frames(&run_text(np, dir, name, &text))
+    )
+}
+
+fn cube_text(tan: f64, mu_s: f64, mu_d: f64) -> String {
+    cube_text_with(tan, mu_s, mu_d, "", 10)
+}
+
+/// Runs the cube of [`cube_text_with`] on `np` ranks (a frame every step
+/// under the cone law, whose first step is looked at).
+fn cube_incline(np: usize, dir: &Path, name: &str, tan: f64, mu_s: f64, mu_d: f64, extra: &str) -> Vec<Frame> {
+    let every = if extra.contains("cone") { 1 } else { 10 };
+    frames(&run_text(np, dir, name, &cube_text_with(tan, mu_s, mu_d, extra, every)))
 }
 
 /// A sphere of radius 0.05 on the floor under the same tilted gravity.
@@ -254,4 +264,46 @@ fn a_frictional_pour_has_the_same_contacts_and_forces_on_1_2_and_3_ranks() {
         assert!(dv <= 1e-9, "{np} ranks: velocities differ by {dv} m/s");
         assert!(df <= 1e-6 * fmax, "{np} ranks: forces differ by {df} N (largest {fmax} N)");
     }
+}
+
+/// The tangential rows under the other settings: a sphere in a 2D scene
+/// (x–y plane, floor y = 0) rolls at a = 5/7 g sin θ with ω_z r = −v; a
+/// cube on a floor moving at V = 0.3 m/s in its own plane (a conveyor) is
+/// dragged at a = μ_d g until it moves with the floor, then sticks.
+#[test]
+fn a_sphere_rolls_in_2d_and_a_conveyor_floor_drags_a_cube_up_to_its_speed() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = common::Spheres::new("cd", 0.2, 1e-3, [6.0, -8.0, 0.0], 0.05)
+        .material("friction = 0.3")
+        .body([0.0, 0.05, 0.0])
+        .with("[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n\n[solver]\ntolerance = 1e-10\n")
+        .every(10)
+        .toml()
+        .replacen("[simulation]\n", "[simulation]\ndim = 2\n", 1);
+    let fr = frames(&run_text(2, dir.path(), "roll-2d", &text));
+    let (a, last) = (accel(&fr), fr.last().unwrap());
+    let exact = 5.0 / 7.0 * 6.0;
+    eprintln!("2D rolling sphere: a = {a} (exact {exact}), v + ω_z r = {:.2e}", last.vel[0][0] + 0.05 * last.omega[0][2]);
+    assert!((a - exact).abs() <= 1e-6 * exact, "2D rolling a = {a}, exact {exact}");
+    assert!((last.vel[0][0] + 0.05 * last.omega[0][2]).abs() <= 1e-6 * last.vel[0][0], "2D: v = {}, ω_z = {}", last.vel[0][0], last.omega[0][2]);
+    assert!(last.vel[0][2].abs() == 0.0 && last.pos[0][2] == 0.0, "2D: the sphere left its plane");
+
+    let mut text = String::new();
+    for line in cube_text(0.0, 0.5, 0.4).lines() {
+        text += line;
+        text += "\n";
+        if line.starts_with("normal = [0.0, 0.0, 1.0]") {
+            text += "velocity = [0.3, 0.0, 0.0]\n";
+        }
+    }
+    let fr = frames(&run_text(1, dir.path(), "conveyor", &text));
+    let (g, mu_d, v_floor) = (10.0, 0.4, 0.3);
+    let t_catch = v_floor / (mu_d * g);
+    let mut worst = 0.0f64;
+    for f in &fr {
+        let v = (mu_d * g * f.t).min(v_floor);
+        worst = worst.max((f.vel[0][0] - v).abs());
+    }
+    eprintln!("conveyor: |v − min(μ_d g t, V)| ≤ {worst:.2e} m/s (caught up at t = {t_catch} s)");
+    assert!(worst <= 1e-6 * v_floor, "the cube on the conveyor is off μ_d g t / V by {worst} m/s");
 }
