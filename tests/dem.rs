@@ -1,6 +1,7 @@
 //! Implicit barrier DEM (solver = "dem"): rebound with and without damping,
 //! a sphere at rest on a wall (force m g, gap = law inverse), Newton's
-//! quadratic convergence, the same trajectory on 1, 2 and 3 ranks, and a
+//! quadratic convergence, the same trajectory on 1, 2 and 3 ranks (and the
+//! same steps for landings split over ranks), and a
 //! block sticking or sliding on an incline (Coulomb friction).
 mod common;
 use std::path::Path;
@@ -206,6 +207,51 @@ fn same_trajectory_on_one_two_three_ranks() {
     for k in 1..3 {
         let err = results[0].iter().zip(&results[k]).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
         assert!(err < 1e-9, "{} ranks differ from 1 rank by {err:e}", k + 1);
+    }
+}
+
+/// Δt ahead of impacts does not depend on which rank holds which contact:
+/// two spheres land on the ground independently, A (gap 1 cm, 1 m/s) and
+/// B (gap 4 cm, 5 m/s), at opposite ends of the scene, so that 2 and 3
+/// ranks put them on different ranks; a third falls from rest between
+/// them. Both would land within the first Δt (10 ms), so both bound it, B
+/// the more: Δt ≤ c g / (|ġ| (1 + c)) = 0.2 · 0.04 / (5 · 1.2) s. The step
+/// control once counted a contact only if it landed within the Δt the
+/// contacts before it left: on 1 rank A's bound hid B's (80 steps against
+/// 86 on 2 and 3 ranks). Nothing couples the spheres, so every rank count
+/// must take the same steps with the same Newton iterations, at the
+/// default linear solver.
+#[test]
+fn landing_spheres_take_the_same_steps_on_one_two_three_ranks() {
+    let scene = |out: &Path| {
+        common::Spheres::new("dem", 0.3, 0.01, [0.0, 0.0, -9.81], 0.05)
+            .moving_body([-1.0, 0.0, 0.06], [0.0, 0.0, -1.0])
+            .body([0.0, 0.0, 0.3])
+            .moving_body([1.0, 0.0, 0.09], [0.0, 0.0, -5.0])
+            .ground()
+            .with(&format!("[contact]\ndistance = 0.05\n\n[dem]\n{LAW}damping = 1.0\n"))
+            .every(1000)
+            .output("thermo_every = 1")
+            .toml_into(out)
+    };
+    let mut runs = Vec::new();
+    for np in [1, 2, 3] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        run(np, &scene(&out), tmp.path(), &[]);
+        let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        let log = std::fs::read_to_string(out.join("log.txt")).unwrap();
+        let t1: f64 = log.lines().find_map(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap();
+        assert!((t1 - 0.2 * 0.04 / (5.0 * 1.2)).abs() < 1e-9, "{np} rank(s): first step to t = {t1}");
+        let per_step = s["solver_iterations_per_step"].clone();
+        runs.push((s["steps"].as_u64().unwrap(), per_step, s["dt_taken"].clone(), final_state(&out.join("frames.h5"))));
+    }
+    for (k, np) in [(1, 2), (2, 3)] {
+        assert_eq!(runs[k].0, runs[0].0, "steps on {np} ranks and on 1");
+        assert_eq!(runs[k].1, runs[0].1, "Newton iterations per step on {np} ranks and on 1");
+        assert_eq!(runs[k].2, runs[0].2, "Δt taken on {np} ranks and on 1");
+        let err = runs[0].3.iter().zip(&runs[k].3).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-12, "{np} ranks differ from 1 rank by {err:e}");
     }
 }
 

@@ -174,13 +174,18 @@ pub(super) fn rates12(ctx: &StepContext, bodies: &Bodies, k: usize, dt: f64) -> 
 /// The largest Δt ≤ `dt` (global) at which no contact closing at its rate
 /// of the step's start, ġ = ∇g · (v_a, ω_a, v_b, ω_b), and ending within ḡ,
 /// changes its gap by more than `gap_change` of the gap it ends at:
-/// |ġ| Δt ≤ c (g − |ġ| Δt), i.e. Δt ≤ c g / (|ġ| (1 + c)).
+/// |ġ| Δt ≤ c (g − |ġ| Δt), i.e. Δt ≤ c g / (|ġ| (1 + c)). Every contact
+/// ending within ḡ at `dt` itself counts, whatever the others allow: with
+/// a running limit (a contact counted only if it closed within the Δt the
+/// contacts before it left) the result depended on the contacts' order,
+/// hence on the rank count (the dropped 8-layer pyramid took another Δt at
+/// its second landing on 2 ranks than on 1, and another trajectory).
 pub(super) fn impact_dt(ctx: &StepContext, bodies: &Bodies, elements: &[ContactElement], gbar: f64, gap_change: f64, dt: f64) -> f64 {
     let mut limit = dt;
     for (k, el) in elements.iter().enumerate() {
         let v = rates12(ctx, bodies, k, dt);
         let closing = -el.grad_start.dot(&v);
-        if closing > 0.0 && el.g_start - closing * limit < gbar {
+        if closing > 0.0 && el.g_start - closing * dt < gbar {
             limit = limit.min(gap_change * el.g_start / (closing * (1.0 + gap_change)));
         }
     }
