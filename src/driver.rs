@@ -117,6 +117,8 @@ pub struct Summary {
     pub reactions: Vec<Reaction>,
     /// The walls at the end: id (2^63 + index), point (moving walls move), removed.
     pub walls: Vec<WallState>,
+    /// The lab measurements at the end (`[measure]`; the guide's "Lab measurements").
+    pub measures: crate::lab::Measures,
     /// Peak resident memory (VmHWM) per rank in MB: [min, mean, max].
     pub peak_rss_mb: [f64; 3],
     /// Largest number of bodies any rank held at once during start-up.
@@ -484,6 +486,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         }
         tally.add(&report);
         clock.advance(report.dt);
+        world.control_walls(solver.reaction_normals(), clock.time);
         if let Some(v) = scene.simulation.until_static {
             clock.quiet = if largest_speed(&world) < v { clock.quiet + 1 } else { 0 };
         }
@@ -701,6 +704,7 @@ fn finish(
         wall_time,
         phases,
         reactions: world.reactions(solver.reaction_normals()),
+        measures: crate::lab::measure(world, solver.reaction_normals(), clock.time),
         walls: world
             .walls()
             .iter()
@@ -808,6 +812,7 @@ fn series_row(world: &World, solver: &dyn Solver, step: u64, time: f64, dt: f64)
         contacts: parallel::sum_u64(world.comm(), world.contacts().len() as u64),
         wall_force: (0..walls.len()).map(force).collect(),
         wall_position: walls.iter().map(|w| w.position(time)).map(|p| [p.x, p.y, p.z]).collect(),
+        measures: crate::lab::measure(world, solver.reaction_normals(), time).series_values(),
     }
 }
 
@@ -884,6 +889,12 @@ fn series_header(n_walls: usize) -> String {
             h += &format!(",wall{k}_{c}");
         }
     }
+    for (name, width) in io::MEASURE_COLUMNS {
+        match width {
+            1 => h += &format!(",{name}"),
+            _ => ["xx", "xy", "xz", "yx", "yy", "yz", "zx", "zy", "zz"].iter().for_each(|c| h += &format!(",{name}_{c}")),
+        }
+    }
     h
 }
 
@@ -894,6 +905,9 @@ fn series_line(r: &io::SeriesRow) -> String {
         for v in f.iter().chain(p) {
             s += &format!(",{v:e}");
         }
+    }
+    for v in &r.measures {
+        s += &format!(",{v:e}");
     }
     s
 }

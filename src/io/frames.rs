@@ -680,6 +680,8 @@ pub fn unit_of(name: &str) -> &'static str {
         "angular_velocity" => "rad/s",
         "time" | "dt" => "s",
         "kinetic_energy" => "J",
+        "stress" | "pressure" => "Pa",
+        "volume" => "m^3",
         n if n.starts_with("force_") || n.ends_with("_force") => "N",
         _ => "1",
     }

@@ -48,6 +48,75 @@ pub enum WallMotion {
     /// point(t) piecewise linear through (0, point(0)) and these (t_k, x_k),
     /// t_k increasing; constant after the last.
     Path(Vec<(f64, Vector3<f64>)>),
+    /// Stress control: the wall moves along its normal at a speed the World
+    /// sets after each step from its measured reaction ([`Servo::control`]).
+    Servo(Servo),
+}
+
+/// What a servo wall holds: a normal force, or a normal stress over the
+/// cell's cross-section.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ServoTarget {
+    /// N, the compressive force the bodies exert on the wall.
+    Force(f64),
+    /// Pa, that force divided by the cell's cross-section normal to the wall.
+    Stress(f64),
+}
+
+/// A stress-controlled wall (`[[wall]] servo_*`): its settings and where it
+/// is, `point(t) = anchor + speed (t − since) n` from the last control.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Servo {
+    pub target: ServoTarget,
+    /// Dimensionless gain g of the control law.
+    pub gain: f64,
+    /// Largest speed of the wall, m/s.
+    pub max_speed: f64,
+    /// The target grows linearly from 0 at t = 0 to its full value at this time, s.
+    pub ramp: f64,
+    /// The point at `since` and the speed along the normal from then on.
+    pub anchor: Vector3<f64>,
+    pub since: f64,
+    pub speed: f64,
+}
+
+impl Servo {
+    pub fn new(target: ServoTarget, gain: f64, max_speed: f64, ramp: f64, point: Vector3<f64>) -> Self {
+        Self { target, gain, max_speed, ramp, anchor: point, since: 0.0, speed: 0.0 }
+    }
+
+    /// The target force at time `t` with the cross-section `area` (m²).
+    pub fn target_force(&self, t: f64, area: f64) -> f64 {
+        let full = match self.target {
+            ServoTarget::Force(f) => f,
+            ServoTarget::Stress(s) => s * area,
+        };
+        if self.ramp > 0.0 && t < self.ramp {
+            full * t / self.ramp
+        } else {
+            full
+        }
+    }
+
+    /// The control law, applied after each step at time `t` with `measured`
+    /// the compressive force the bodies exert on the wall (N) and `target`
+    /// the force to hold: the wall moves towards the bodies (along its
+    /// normal) at
+    ///
+    /// speed = max_speed · clamp(gain · (target − measured) / target, −1, 1),
+    ///
+    /// from `point` on. A proportional law on the relative error with a
+    /// speed limit: far from the target the wall moves at `max_speed`,
+    /// within 1/gain of it the speed falls in proportion to the error, and
+    /// at the target the wall stops. For contacts of stiffness K (N/m,
+    /// the pack's response to the wall's displacement) it is stable when
+    /// gain · max_speed · Δt · K / target < 2 (and without overshoot below 1).
+    pub fn control(&mut self, t: f64, point: Vector3<f64>, measured: f64, target: f64) {
+        let e = if target != 0.0 { (target - measured) / target.abs() } else { -measured.signum() };
+        self.anchor = point;
+        self.since = t;
+        self.speed = self.max_speed * (self.gain * e).clamp(-1.0, 1.0);
+    }
 }
 
 /// An infinite plane; bodies stay on the side the normal points to.
@@ -88,6 +157,7 @@ impl Wall {
                 }
                 x0
             }
+            WallMotion::Servo(s) => s.anchor + self.normal * (s.speed * (t - s.since)),
         }
     }
 
@@ -428,6 +498,28 @@ impl Periodic {
     }
 }
 
+/// `[measure]`: the lab measurements written per frame and in summary.json.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeasureSettings {
+    /// The box measured in (lo, hi): bodies whose centre is inside. None:
+    /// the cell (periodic axes, the innermost axis-aligned walls, else the
+    /// bodies' extent), every free body.
+    pub region: Option<(Vector3<f64>, Vector3<f64>)>,
+    /// A free body with fewer force-carrying contacts than this is a
+    /// rattler (removed again and again until none is left).
+    pub rattler_contacts: u32,
+    /// The stress ratio: None for q/p; Some((a, b)) for σ_ab / σ_bb (flow
+    /// along axis a, gradient along b: a shear cell's τ/σ_n).
+    pub shear: Option<(usize, usize)>,
+}
+
+impl MeasureSettings {
+    /// The cell, every free body, q/p, rattlers by the frictionless rule d + 1.
+    pub fn new(dim: u8) -> Self {
+        Self { region: None, rattler_contacts: dim as u32 + 1, shear: None }
+    }
+}
+
 /// An external load on one body (`[[load]]`, solver = "dem"; Gay Neto &
 /// Wriggers eqs 23–24): a force at a material point and a moment, both
 /// scaled by the ramp [`Load::factor`].
@@ -491,6 +583,8 @@ pub struct Scene {
     pub stiffness_pairs: Vec<((u32, u32), f64)>,
     /// External loads on single bodies (solver = "dem"), at most one per body.
     pub loads: Vec<Load>,
+    /// `[measure]`.
+    pub measure: MeasureSettings,
     /// The resolved configuration as TOML (overrides applied), kept in outputs.
     pub config_text: String,
     /// The run these outputs belong to (frames.h5, checkpoints): made by
