@@ -100,7 +100,7 @@ pub struct World<'a> {
 /// The checkpoint table of the World's own per-body rows.
 const WORLD_TABLE: &str = "world";
 /// The checkpoint table of the servo walls' motion: key wall index,
-/// f = [anchor x, y, z, since, speed].
+/// f = [anchor x, y, z, since, speed, scale, error].
 const SERVO_TABLE: &str = "servo_walls";
 
 /// The two sides of a contact as detection saw them: fixed (a fixed body
@@ -268,11 +268,11 @@ impl<'a> World<'a> {
             reference.push(self.bodies.id[i], &[], &[p.x, p.y, p.z, work[i]]);
         }
         history.push((WORLD_TABLE.to_string(), reference));
-        let mut servo = FlatRecords::new(0, 5);
+        let mut servo = FlatRecords::new(0, 7);
         if self.comm.rank() == 0 {
             for (k, w) in self.walls.iter().enumerate() {
                 if let crate::scene::WallMotion::Servo(s) = &w.motion {
-                    servo.push(k as u64, &[], &[s.anchor.x, s.anchor.y, s.anchor.z, s.since, s.speed]);
+                    servo.push(k as u64, &[], &[s.anchor.x, s.anchor.y, s.anchor.z, s.since, s.speed, s.scale, s.error]);
                 }
             }
         }
@@ -301,9 +301,9 @@ impl<'a> World<'a> {
         }
         self.restored_work = work;
         // The servo walls' motion, to every rank.
-        let servo = crate::history::table(&state.history, SERVO_TABLE).filter(|r| r.n_f == 5).cloned().unwrap_or_else(|| FlatRecords::new(0, 5));
+        let servo = crate::history::table(&state.history, SERVO_TABLE).filter(|r| r.n_f == 7).cloned().unwrap_or_else(|| FlatRecords::new(0, 7));
         let size = self.comm.size() as usize;
-        let mut all = FlatRecords::new(0, 5);
+        let mut all = FlatRecords::new(0, 7);
         let mut dest = Vec::new();
         for k in 0..servo.len() {
             for r in 0..size {
@@ -315,7 +315,7 @@ impl<'a> World<'a> {
         for k in 0..got.len() {
             let f = got.f_row(k);
             if let Some(crate::scene::WallMotion::Servo(s)) = self.walls.get_mut(got.keys[k] as usize).map(|w| &mut w.motion) {
-                (s.anchor, s.since, s.speed) = (Vector3::new(f[0], f[1], f[2]), f[3], f[4]);
+                (s.anchor, s.since, s.speed, s.scale, s.error) = (Vector3::new(f[0], f[1], f[2]), f[3], f[4], f[5], f[6]);
             }
         }
         self.sync_servo_scene();

@@ -78,12 +78,21 @@ pub struct Servo {
     pub anchor: Vector3<f64>,
     pub since: f64,
     pub speed: f64,
+    /// The gain's present scale s (in [`Servo::MIN_SCALE`], 1]) and the
+    /// relative error of the last control.
+    pub scale: f64,
+    pub error: f64,
 }
 
 impl Servo {
     pub fn new(target: ServoTarget, gain: f64, max_speed: f64, ramp: f64, point: Vector3<f64>) -> Self {
-        Self { target, gain, max_speed, ramp, anchor: point, since: 0.0, speed: 0.0 }
+        Self { target, gain, max_speed, ramp, anchor: point, since: 0.0, speed: 0.0, scale: 1.0, error: 0.0 }
     }
+
+    /// The smallest scale of the gain.
+    pub const MIN_SCALE: f64 = 1e-6;
+    /// The scale's growth per control without a change of sign of the error.
+    pub const SCALE_GROWTH: f64 = 1.01;
 
     /// The target force at time `t` with the cross-section `area` (m²).
     pub fn target_force(&self, t: f64, area: f64) -> f64 {
@@ -100,22 +109,27 @@ impl Servo {
 
     /// The control law, applied after each step at time `t` with `measured`
     /// the compressive force the bodies exert on the wall (N) and `target`
-    /// the force to hold: the wall moves towards the bodies (along its
-    /// normal) at
+    /// the force to hold: with the relative error e = (target − measured) /
+    /// target the wall moves towards the bodies (along its normal) at
     ///
-    /// speed = max_speed · clamp(gain · (target − measured) / target, −1, 1),
+    /// speed = max_speed · clamp(gain · s · e, −1, 1)
     ///
-    /// from `point` on. A proportional law on the relative error with a
-    /// speed limit: far from the target the wall moves at `max_speed`,
-    /// within 1/gain of it the speed falls in proportion to the error, and
-    /// at the target the wall stops. For contacts of stiffness K (N/m,
-    /// the pack's response to the wall's displacement) it is stable when
-    /// gain · max_speed · Δt · K / target < 2 (and without overshoot below 1).
+    /// from `point` on: far from the target at `max_speed`, within 1/(gain s)
+    /// of it in proportion to the error, and at the target it stops. For a
+    /// pack of stiffness K against the wall (N/m) the proportional law is
+    /// stable when gain · s · max_speed · Δt · K / target < 2, without
+    /// overshoot below 1; K is not known beforehand and grows as a pack
+    /// densifies, so the scale s adapts: halved whenever e changes sign (an
+    /// overshoot), grown by 1 % per control otherwise, within [1e-6, 1].
+    /// The wall then settles wherever the proportional law alone would
+    /// oscillate (the rigid contacts of cd make K unbounded).
     pub fn control(&mut self, t: f64, point: Vector3<f64>, measured: f64, target: f64) {
         let e = if target != 0.0 { (target - measured) / target.abs() } else { -measured.signum() };
+        self.scale = if e * self.error < 0.0 { 0.5 * self.scale } else { Self::SCALE_GROWTH * self.scale }.clamp(Self::MIN_SCALE, 1.0);
+        self.error = e;
         self.anchor = point;
         self.since = t;
-        self.speed = self.max_speed * (self.gain * e).clamp(-1.0, 1.0);
+        self.speed = self.max_speed * (self.gain * self.scale * e).clamp(-1.0, 1.0);
     }
 }
 
