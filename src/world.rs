@@ -385,6 +385,27 @@ impl<'a> World<'a> {
         let stress = self.walls.iter().any(|w| matches!(&w.motion, crate::scene::WallMotion::Servo(s) if matches!(s.target, crate::scene::ServoTarget::Stress(_))));
         let cell = if stress { Some(self.cell_box()) } else { None };
         let dim = self.scene.simulation.dim as usize;
+        // Rigid contacts (cd, compatible-cd) cannot give way: a wall pushed
+        // into a jammed pack has no finite reaction, so there it advances no
+        // farther in a step than its gap to the nearest body.
+        let rigid = self.scene.simulation.solver != crate::scene::SolverKind::Dem;
+        let gaps: Vec<f64> = if rigid {
+            let b = &self.bodies;
+            self.walls
+                .iter()
+                .map(|w| {
+                    if !matches!(w.motion, crate::scene::WallMotion::Servo(_)) {
+                        return f64::INFINITY;
+                    }
+                    let p = w.position(t);
+                    let local = (0..self.layout.n_owned).map(|i| (b.position[i] - p).dot(&w.normal) - self.shapes.bounding_radius(b.shape[i])).fold(f64::INFINITY, f64::min);
+                    -parallel::max_f64(self.comm, -local)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let dt = self.scene.simulation.dt;
         for (k, w) in self.walls.iter_mut().enumerate() {
             let point = w.position(t);
             let n = w.normal;
@@ -398,6 +419,9 @@ impl<'a> World<'a> {
             });
             let target = s.target_force(t, area);
             s.control(t, point, measured, target);
+            if let Some(&gap) = gaps.get(k) {
+                s.speed = s.speed.min(gap.max(0.0) / dt);
+            }
         }
         self.sync_servo_scene();
     }

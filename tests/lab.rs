@@ -221,3 +221,19 @@ fn a_restart_continues_the_servo_bit_for_bit() {
     let point = |out: &Path| summary(out)["walls"][5]["point"][2].as_f64().unwrap().to_bits();
     assert_eq!(point(&first), point(&whole), "the restarted lid is not where the whole run's is");
 }
+
+/// Under rigid contacts (cd) a pushed jammed pack has no finite reaction:
+/// the servo lid comes down onto the spheres and stops there, never into them.
+#[test]
+fn under_cd_a_servo_lid_stops_on_the_pack() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = servo_box(0.4).replace("solver = \"dem\"", "solver = \"cd\"").replace("[dem]", "[solver]\ntolerance = 1e-10\n\n[dem]");
+    let text = text.split("[dem]").next().unwrap().to_string() + "[output]\ndir = \"OUTDIR\"\nevery = 10\nthermo_every = 100\n";
+    let (out, log) = common::run_config(2, tmp.path(), "servo-cd", &text);
+    let f = hdf5::File::open(out.join("frames.h5")).unwrap();
+    let z: Vec<f64> = f.dataset("series/wall_position").unwrap().read_raw::<f64>().unwrap().chunks(3).skip(5).step_by(6).map(|p| p[2]).collect();
+    // The top spheres' tops rest at 0.4 m: the lid reaches them, no lower.
+    let lowest = z.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(lowest >= 0.4 - 1e-8, "the lid went into the pack, down to {lowest}\n{log}");
+    assert!((z.last().unwrap() - 0.4).abs() < 1e-6, "the lid stopped at {} above the pack", z.last().unwrap());
+}
