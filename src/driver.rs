@@ -892,6 +892,7 @@ fn series_header(n_walls: usize) -> String {
     for (name, width) in io::MEASURE_COLUMNS {
         match width {
             1 => h += &format!(",{name}"),
+            3 => ["x", "y", "z"].iter().for_each(|c| h += &format!(",{name}_{c}")),
             _ => ["xx", "xy", "xz", "yx", "yy", "yz", "zx", "zy", "zz"].iter().for_each(|c| h += &format!(",{name}_{c}")),
         }
     }

@@ -58,7 +58,8 @@ pub struct Measures {
 impl Measures {
     /// The values of a series row, in the order of [`crate::io::MEASURE_COLUMNS`].
     pub fn series_values(&self) -> Vec<f64> {
-        let mut v = vec![
+        let mut v: Vec<f64> = self.box_lo.iter().chain(&self.box_hi).copied().collect();
+        v.extend([
             self.volume,
             self.solid_fraction,
             self.coordination,
@@ -67,7 +68,7 @@ impl Measures {
             self.pressure,
             self.stress_ratio,
             self.inertial_number,
-        ];
+        ]);
         v.extend(self.stress.iter().flatten());
         v.extend(self.fabric.iter().flatten());
         v

@@ -675,7 +675,7 @@ pub(crate) fn scan<C: Communicator>(comm: &C, n: u64) -> (u64, u64) {
 /// here (force fields are found by their name: `force_*`, `*_force`).
 pub fn unit_of(name: &str) -> &'static str {
     match name {
-        "position" | "radius" | "mesh_vertices" | "point" | "gap" | "line_points" | "vertices" | "wall_position" => "m",
+        "position" | "radius" | "mesh_vertices" | "point" | "gap" | "line_points" | "vertices" | "wall_position" | "box_lo" | "box_hi" => "m",
         "velocity" | "mesh_velocity" => "m/s",
         "angular_velocity" => "rad/s",
         "time" | "dt" => "s",

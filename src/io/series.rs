@@ -30,7 +30,9 @@ pub struct SeriesRow {
 
 /// The lab measurements of a series row (`crate::lab::Measures`), in this
 /// order: name and values per row (a 3 × 3 tensor row by row).
-pub const MEASURE_COLUMNS: [(&str, usize); 10] = [
+pub const MEASURE_COLUMNS: [(&str, usize); 12] = [
+    ("box_lo", 3),
+    ("box_hi", 3),
     ("volume", 1),
     ("solid_fraction", 1),
     ("coordination", 1),
@@ -63,6 +65,8 @@ fn create_column(g: &hdf5::Group, name: &str, w: usize) -> hdf5::Result<()> {
         g.new_dataset::<f64>().chunk((SERIES_CHUNK, w, 3)).shape([Extent::resizable(0), Extent::fixed(w), Extent::fixed(3)]).create(name)?
     } else if matches!(name, "stress" | "fabric") {
         g.new_dataset::<f64>().chunk((SERIES_CHUNK, 3, 3)).shape([Extent::resizable(0), Extent::fixed(3), Extent::fixed(3)]).create(name)?
+    } else if matches!(name, "box_lo" | "box_hi") {
+        g.new_dataset::<f64>().chunk((SERIES_CHUNK, 3)).shape([Extent::resizable(0), Extent::fixed(3)]).create(name)?
     } else if matches!(name, "step" | "contacts") {
         g.new_dataset::<u64>().chunk(SERIES_CHUNK).shape([Extent::resizable(0)]).create(name)?
     } else {
