@@ -416,7 +416,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let mut solver = make_solver(scene);
     // A checkpoint's own decomposition is kept as it is (an exact restart).
     let rebalance = opts.restart.is_none() || opts.domain.is_none();
-    let mut world = World::new(comm, scene, bodies, opts.domain.clone(), rebalance, &solver.history());
+    let mut world = World::new(comm, scene, bodies, opts.domain.clone(), rebalance, &solver.history(), opts.restart.map_or(0.0, |(_, t)| t));
     let n_global = parallel::sum_u64(comm, world.n_owned() as u64);
     solver.phases().iter().for_each(|p| world.add_phase(p));
     let mut tally = StepTally::new(opts.restart.map_or(1, |(step, _)| step + 1));

@@ -50,8 +50,9 @@ pub struct Measures {
     pub stress_ratio: f64,
     /// ⟨n ⊗ n⟩ over the force-carrying contacts between free bodies.
     pub fabric: [[f64; 3]; 3],
-    /// I = ε̇ d √(ρ/p): ε̇ the largest axial strain rate of the walls' cell,
-    /// d the mean equivalent diameter, ρ the mean density.
+    /// I = ε̇ d √(ρ/p): ε̇ the largest axial strain rate of the walls' cell
+    /// (or the shear rate of a Lees–Edwards cell), d the mean equivalent
+    /// diameter, ρ the mean density.
     pub inertial_number: f64,
 }
 
@@ -243,12 +244,14 @@ fn strain_rate(world: &World, t: f64, lo: &Vector3<f64>, hi: &Vector3<f64>, dim:
             .map(|w| (w.position(t + dt)[a] - w.position(t)[a]) / dt)
             .next()
     };
+    // A Lees–Edwards cell shears at its rate.
+    let shear = world.scene().periodic.as_ref().and_then(|p| p.shear).map_or(0.0, |s| s.rate.abs());
     (0..dim)
         .filter_map(|a| {
             let (v_lo, v_hi) = (velocity(a, 1.0, lo[a])?, velocity(a, -1.0, hi[a])?);
             Some(((v_hi - v_lo) / (hi[a] - lo[a])).abs())
         })
-        .fold(0.0, f64::max)
+        .fold(shear, f64::max)
 }
 
 #[cfg(test)]

@@ -95,6 +95,10 @@ pub struct World<'a> {
     /// The scene's walls, those removed by now (`until`) marked: indices
     /// stay stable, so wall ids are 2^63 + index throughout.
     walls: Vec<Wall>,
+    /// The time of [`World::set_time`] (a Lees–Edwards cell's offset).
+    time: f64,
+    /// The time the ghost lists were last built.
+    built: f64,
 }
 
 /// The checkpoint table of the World's own per-body rows.
@@ -134,8 +138,8 @@ impl<'a> World<'a> {
     /// to their owners in `domain`: the decomposition start-up placed them
     /// in, or a checkpoint's on the same rank count (then `rebalance` is
     /// false: the run continues as it would have). Without one, the rank
-    /// boxes are made over the bodies' box.
-    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, domain: Option<Domain>, rebalance: bool, history: &HistorySpec) -> Self {
+    /// boxes are made over the bodies' box. `time`: the run's (a restart's).
+    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, domain: Option<Domain>, rebalance: bool, history: &HistorySpec, time: f64) -> Self {
         let domain = domain.unwrap_or_else(|| {
             let (lo, hi) = crate::parallel::domain::domain_box(comm, scene, &bodies);
             Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim)
@@ -167,6 +171,8 @@ impl<'a> World<'a> {
             contact_fixed: Vec::new(),
             next: None,
             walls: scene.walls.clone(),
+            time,
+            built: time,
         };
         world.layout.n_owned = n;
         world.rebuild(rebalance);
@@ -473,9 +479,13 @@ impl<'a> World<'a> {
         let moved = (0..n.min(self.reference.len()))
             .map(|i| (self.bodies.position[i] - self.reference[i]).norm())
             .fold(0.0, f64::max);
-        let stale = force || self.reference.len() != n || moved > 0.5 * self.params.skin;
+        // A Lees–Edwards cell's images slide past the bodies across the
+        // gradient faces: as far as the offset moved since the lists were built.
+        let sheared = self.scene.periodic.as_ref().map_or(0.0, |p| (p.shear_speed() * (self.time - self.built)).abs());
+        let stale = force || self.reference.len() != n || moved + sheared > 0.5 * self.params.skin;
         if parallel::all_ok(self.comm, !stale) {
-            self.timers.time("ghost_exchange", || exchange::forward(self.comm, &mut self.bodies, &self.layout));
+            let time = self.time;
+            self.timers.time("ghost_exchange", || exchange::forward(self.comm, &mut self.bodies, &self.layout, time));
             return;
         }
         self.rebuild(true);
@@ -487,10 +497,13 @@ impl<'a> World<'a> {
         let n = self.layout.n_owned;
         self.bodies.truncate(n);
         if let Some(per) = &self.scene.periodic {
-            for p in &mut self.bodies.position {
-                *p = per.wrap(p);
+            let b = &mut self.bodies;
+            for i in 0..n {
+                (b.position[i], b.velocity[i]) = per.wrap_state(&b.position[i], &b.velocity[i], self.time);
             }
         }
+        self.built = self.time;
+        let time = self.time;
         if rebalance {
             self.rebalance();
         }
@@ -507,7 +520,7 @@ impl<'a> World<'a> {
         let shapes = &self.scene.shapes;
         let periodic = self.scene.periodic.as_ref();
         self.layout =
-            self.timers.time("ghost_exchange", || exchange::borders(comm, domain, bodies, n, shapes, extra, periodic));
+            self.timers.time("ghost_exchange", || exchange::borders(comm, domain, bodies, n, shapes, extra, periodic, time));
         self.reference = self.bodies.position[..n].to_vec();
         self.verlet.invalidate();
         self.rebuilds += 1;
@@ -561,6 +574,7 @@ impl<'a> World<'a> {
     /// `until` counts); the next detection drops them (the Verlet list sees
     /// the change and rebuilds). The same on every rank.
     pub fn set_time(&mut self, t: f64) {
+        self.time = t;
         let tol = 1e-9 * self.scene.simulation.dt;
         for (k, w) in self.walls.iter_mut().enumerate() {
             w.point = w.position(t);

@@ -237,3 +237,39 @@ fn under_cd_a_servo_lid_stops_on_the_pack() {
     assert!(lowest >= 0.4 - 1e-8, "the lid went into the pack, down to {lowest}\n{log}");
     assert!((z.last().unwrap() - 0.4).abs() < 1e-6, "the lid stopped at {} above the pack", z.last().unwrap());
 }
+
+/// Two spheres meeting across the sheared face of a Lees–Edwards cell
+/// (flow x, gradient z, γ̇ = 5/s in a unit cube): A rises at 1 m/s; B sinks
+/// at 1 m/s and moves along x at −γ̇ L_z, so its image one period up, which
+/// moves at +γ̇ L_z more, stays at A's x and meets A head on at t = 0.1 s —
+/// after B has crossed the x face and onto another rank. With e = 1 they
+/// swap their z velocities and keep their x velocities, as two spheres
+/// colliding head on in an unsheared image would.
+#[test]
+fn lees_edwards_images_collide_as_unsheared_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = common::Spheres::new("cd", 0.3, 1e-3, [0.0; 3], 0.05)
+        .with("[[body]]\nshape = \"s\"\nposition = [0.2, 0.5, 0.85]\nvelocity = [0.0, 0.0, 1.0]\n")
+        .with("[[body]]\nshape = \"s\"\nposition = [0.2, 0.5, 0.15]\nvelocity = [-5.0, 0.0, -1.0]\n")
+        .with("[parallel]\nperiodic = [true, true, true]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [1.0, 1.0, 1.0]\nlees_edwards = \"xz\"\nshear_rate = 5.0\n")
+        .with("[solver]\ntolerance = 1e-12\n")
+        .every(300)
+        .toml()
+        .replace("density = 1000.0", "density = 1000.0\nrestitution = 1.0");
+    for np in [1, 3] {
+        let (out, log) = common::run_config(np, tmp.path(), "lees-edwards", &text);
+        let f = hdf5::File::open(out.join("frames.h5")).unwrap();
+        let g = f.group("frames").unwrap();
+        let last = g.member_names().unwrap().into_iter().max().unwrap();
+        let v: Vec<f64> = g.dataset(&format!("{last}/bodies/velocity")).unwrap().read_raw().unwrap();
+        let p: Vec<f64> = g.dataset(&format!("{last}/bodies/position")).unwrap().read_raw().unwrap();
+        let want = [0.0, 0.0, -1.0, -5.0, 0.0, 1.0];
+        for k in 0..6 {
+            assert!((v[k] - want[k]).abs() < 1e-9, "np {np}: velocities {v:?}, not {want:?}\n{log}");
+        }
+        // They met at t = 0.1 s (to the step of Δt = 1 ms in which the gap
+        // closes): A is back near 0.75 m, B near 0.25 m.
+        assert!((p[2] - 0.75).abs() < 3e-3, "np {np}: A at z = {}", p[2]);
+        assert!((p[5] - 0.25).abs() < 3e-3, "np {np}: B at z = {}", p[5]);
+    }
+}

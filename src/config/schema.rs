@@ -177,11 +177,20 @@ pub struct ParallelCfg {
     /// Upper corner of the periodic box (required with a periodic axis).
     #[schemars(extend("x-unit" = "m", "x-default" = "none"))]
     pub box_max: Option<[f64; 3]>,
+    /// Lees–Edwards simple shear of the periodic box: two periodic axes,
+    /// flow then gradient, e.g. "xz": the images across the z period are
+    /// shifted along x by ±shear_rate · L_z · t and move at ±shear_rate · L_z
+    /// (cd and compatible-cd).
+    #[schemars(extend("x-default" = "none", "x-solvers" = ["cd", "compatible-cd"]))]
+    pub lees_edwards: Option<String>,
+    /// The shear rate γ̇ of the Lees–Edwards cell (with `lees_edwards`).
+    #[schemars(extend("x-unit" = "1/s", "x-default" = "none", "x-solvers" = ["cd", "compatible-cd"]))]
+    pub shear_rate: Option<f64>,
 }
 
 impl Default for ParallelCfg {
     fn default() -> Self {
-        Self { imbalance: default_imbalance(), periodic: [false; 3], box_min: None, box_max: None }
+        Self { imbalance: default_imbalance(), periodic: [false; 3], box_min: None, box_max: None, lees_edwards: None, shear_rate: None }
     }
 }
 

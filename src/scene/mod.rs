@@ -468,42 +468,137 @@ pub struct Periodic {
     pub lo: Vector3<f64>,
     pub hi: Vector3<f64>,
     pub axes: [bool; 3],
+    /// Lees–Edwards simple shear, if any.
+    pub shear: Option<LeesEdwards>,
+}
+
+/// Lees–Edwards boundaries: the images across the `gradient` axis's period
+/// are shifted along the `flow` axis by ±γ̇ L t (L the gradient axis's
+/// period) and move along it at ±γ̇ L: a homogeneous simple shear
+/// v_flow = γ̇ x_gradient of the periodic cell. Both axes are periodic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LeesEdwards {
+    pub flow: usize,
+    pub gradient: usize,
+    /// γ̇, 1/s.
+    pub rate: f64,
+}
+
+/// A periodic image of a body: its shift at the time the image was made,
+/// and how many gradient periods it is away (−1, 0, 1: the Lees–Edwards
+/// offset and velocity it carries).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Image {
+    pub shift: Vector3<f64>,
+    pub periods: i32,
 }
 
 impl Periodic {
+    /// A plain periodic box (no shear).
+    pub fn new(lo: Vector3<f64>, hi: Vector3<f64>, axes: [bool; 3]) -> Self {
+        Self { lo, hi, axes, shear: None }
+    }
+
+    fn period(&self, a: usize) -> f64 {
+        self.hi[a] - self.lo[a]
+    }
+
+    /// The image one gradient period up moves along the flow axis at this
+    /// speed relative to the body (γ̇ L; 0 without shear), m/s.
+    pub fn shear_speed(&self) -> f64 {
+        self.shear.map_or(0.0, |s| s.rate * self.period(s.gradient))
+    }
+
+    /// The unwrapped Lees–Edwards offset at time `t`: γ̇ L t, m.
+    pub fn shear_offset(&self, t: f64) -> f64 {
+        self.shear_speed() * t
+    }
+
     /// `p` moved into [lo, hi) on the periodic axes.
     pub fn wrap(&self, p: &Vector3<f64>) -> Vector3<f64> {
-        let mut q = *p;
+        self.wrap_state(p, &Vector3::zeros(), 0.0).0
+    }
+
+    /// A body's position and velocity moved into [lo, hi) on the periodic
+    /// axes at time `t`: across the gradient axis of a Lees–Edwards cell
+    /// it also moves by the offset along the flow axis and takes the
+    /// images' velocity there.
+    pub fn wrap_state(&self, p: &Vector3<f64>, v: &Vector3<f64>, t: f64) -> (Vector3<f64>, Vector3<f64>) {
+        let (mut q, mut w) = (*p, *v);
+        if let Some(s) = self.shear {
+            let n = ((q[s.gradient] - self.lo[s.gradient]) / self.period(s.gradient)).floor();
+            q[s.gradient] -= n * self.period(s.gradient);
+            q[s.flow] -= n * self.shear_offset(t);
+            w[s.flow] -= n * self.shear_speed();
+        }
         for a in 0..3 {
             if self.axes[a] {
-                let l = self.hi[a] - self.lo[a];
+                let l = self.period(a);
                 q[a] = self.lo[a] + (q[a] - self.lo[a]).rem_euclid(l);
             }
         }
-        q
+        (q, w)
     }
 
     /// Non-zero shifts by ± the period that bring `p` within `reach` of the
     /// box on the other side (an image is needed there).
     pub fn image_shifts(&self, p: &Vector3<f64>, reach: f64) -> Vec<Vector3<f64>> {
-        let mut per_axis: [Vec<f64>; 3] = [vec![0.0], vec![0.0], vec![0.0]];
-        for a in 0..3 {
+        self.images(p, reach, 0.0).into_iter().map(|i| i.shift).collect()
+    }
+
+    /// The images of a body at `p` (in the box) that come within `reach`
+    /// of the box at time `t`: by ± a period on each axis near a face; an
+    /// image across the gradient axis of a Lees–Edwards cell is first moved
+    /// by the offset along the flow axis (and back into the box there), and
+    /// then, like any body, also imaged across the flow axis's faces.
+    pub fn images(&self, p: &Vector3<f64>, reach: f64, t: f64) -> Vec<Image> {
+        let near = |q: &Vector3<f64>, a: usize| {
+            let mut s = vec![0.0];
             if self.axes[a] {
-                let l = self.hi[a] - self.lo[a];
-                if p[a] - self.lo[a] < reach {
-                    per_axis[a].push(l);
+                if q[a] - self.lo[a] < reach {
+                    s.push(self.period(a));
                 }
-                if self.hi[a] - p[a] < reach {
-                    per_axis[a].push(-l);
+                if self.hi[a] - q[a] < reach {
+                    s.push(-self.period(a));
                 }
             }
-        }
+            s
+        };
         let mut out = Vec::new();
-        for &x in &per_axis[0] {
-            for &y in &per_axis[1] {
-                for &z in &per_axis[2] {
-                    if x != 0.0 || y != 0.0 || z != 0.0 {
-                        out.push(Vector3::new(x, y, z));
+        let Some(s) = self.shear else {
+            for x in near(p, 0) {
+                for y in near(p, 1) {
+                    for z in near(p, 2) {
+                        if x != 0.0 || y != 0.0 || z != 0.0 {
+                            out.push(Image { shift: Vector3::new(x, y, z), periods: 0 });
+                        }
+                    }
+                }
+            }
+            return out;
+        };
+        // The gradient axis first.
+        let first = s.gradient;
+        for sg in near(p, first) {
+            let mut base = *p;
+            base[first] += sg;
+            let periods = (sg / self.period(first)).round() as i32;
+            {
+                // The image a period up sits ahead by the offset along the
+                // flow axis (one down, behind), then back in the box there.
+                base[s.flow] += periods as f64 * self.shear_offset(t);
+                let l = self.period(s.flow);
+                base[s.flow] = self.lo[s.flow] + (base[s.flow] - self.lo[s.flow]).rem_euclid(l);
+            }
+            let others: Vec<usize> = (0..3).filter(|&a| a != first).collect();
+            for s0 in near(&base, others[0]) {
+                for s1 in near(&base, others[1]) {
+                    let mut q = base;
+                    q[others[0]] += s0;
+                    q[others[1]] += s1;
+                    let shift = q - p;
+                    if shift != Vector3::zeros() {
+                        out.push(Image { shift, periods });
                     }
                 }
             }
