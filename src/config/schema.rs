@@ -179,12 +179,12 @@ pub struct ParallelCfg {
     pub box_max: Option<[f64; 3]>,
     /// Lees–Edwards simple shear of the periodic box: two periodic axes,
     /// flow then gradient, e.g. "xz": the images across the z period are
-    /// shifted along x by ±shear_rate · L_z · t and move at ±shear_rate · L_z
-    /// (cd and compatible-cd).
-    #[schemars(extend("x-default" = "none", "x-solvers" = ["cd", "compatible-cd"]))]
+    /// shifted along x by ±shear_rate · L_z · t and move at ±shear_rate · L_z.
+    /// Under cd and compatible-cd (an error under dem).
+    #[schemars(extend("x-default" = "none"))]
     pub lees_edwards: Option<String>,
     /// The shear rate γ̇ of the Lees–Edwards cell (with `lees_edwards`).
-    #[schemars(extend("x-unit" = "1/s", "x-default" = "none", "x-solvers" = ["cd", "compatible-cd"]))]
+    #[schemars(extend("x-unit" = "1/s", "x-default" = "none"))]
     pub shear_rate: Option<f64>,
 }
 

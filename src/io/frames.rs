@@ -81,7 +81,8 @@ pub struct FrameWriter {
     shapes: Vec<Shape>,
     has_meshes: bool,
     frames: Vec<FrameInfo>,
-    /// The scene's walls (positions at t = 0, motions, `until`).
+    /// The scene's walls (positions at t = 0, motions, `until`), or as the
+    /// World last moved them ([`FrameWriter::set_walls`]).
     walls: Vec<crate::scene::Wall>,
     periodic: Option<crate::scene::Periodic>,
 }
@@ -285,6 +286,12 @@ impl FrameWriter {
         contacts: ContactTable,
     ) -> Result<(), IoError> {
         self.write_frame_and_series(step, time, dt, bodies, n_owned, contacts, None)
+    }
+
+    /// The walls as the World moves them now: a servo wall's motion is
+    /// known only to the World (the frames draw the walls from these).
+    pub fn set_walls(&mut self, walls: &[crate::scene::Wall]) {
+        self.walls.clone_from_slice(walls);
     }
 
     /// Collective: [`FrameWriter::write_frame`], and `row` appended to
