@@ -107,7 +107,9 @@ pub fn measure(world: &World, normal: Option<&[f64]>, t: f64) -> Measures {
     let dim = scene.simulation.dim as usize;
     let (lo, hi) = settings.region.unwrap_or_else(|| world.cell_box());
     let inside = |x: &Vector3<f64>| settings.region.is_none() || (0..3).all(|a| x[a] >= lo[a] && x[a] < hi[a]);
-    let volume: f64 = (0..dim).map(|a| hi[a] - lo[a]).product();
+    // No free body and no walls leave no cell: nothing is measured.
+    let volume = Some((0..dim).map(|a| hi[a] - lo[a]).product::<f64>()).filter(|v| v.is_finite() && *v > 0.0).unwrap_or(0.0);
+    let per_volume = if volume > 0.0 { 1.0 / volume } else { 0.0 };
     // Bodies: count, solid volume, mass, equivalent diameters.
     let b = world.bodies();
     let mut sums = [0.0; 4];
@@ -161,7 +163,7 @@ pub fn measure(world: &World, normal: Option<&[f64]>, t: f64) -> Measures {
     flat.extend(sums);
     flat.extend([ends, inner]);
     parallel::sum_f64s(comm, &mut flat);
-    let stress = Matrix3::from_column_slice(&flat[0..9]) / volume;
+    let stress = Matrix3::from_column_slice(&flat[0..9]) * per_volume;
     let fabric = if flat[23] > 0.0 { Matrix3::from_column_slice(&flat[9..18]) / flat[23] } else { Matrix3::zeros() };
     let [n, solid, mass, diameters] = [flat[18], flat[19], flat[20], flat[21]];
     let ends = flat[22];
@@ -170,11 +172,11 @@ pub fn measure(world: &World, normal: Option<&[f64]>, t: f64) -> Measures {
     let rate = strain_rate(world, t, &lo, &hi, dim);
     let inertial_number = if pressure > 0.0 && n > 0.0 && solid > 0.0 { rate * diameters / n * (mass / solid / pressure).sqrt() } else { 0.0 };
     Measures {
-        box_lo: [lo.x, lo.y, lo.z],
-        box_hi: [hi.x, hi.y, hi.z],
+        box_lo: if volume > 0.0 { [lo.x, lo.y, lo.z] } else { [0.0; 3] },
+        box_hi: if volume > 0.0 { [hi.x, hi.y, hi.z] } else { [0.0; 3] },
         volume,
         bodies: n as u64,
-        solid_fraction: solid / volume,
+        solid_fraction: solid * per_volume,
         coordination: if n > 0.0 { ends / n } else { 0.0 },
         coordination_backbone: if alive > 0 { alive_ends as f64 / alive as f64 } else { 0.0 },
         rattler_fraction: if n > 0.0 { 1.0 - alive as f64 / n } else { 0.0 },

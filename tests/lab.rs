@@ -273,3 +273,31 @@ fn lees_edwards_images_collide_as_unsheared_ones() {
         assert!((p[5] - 0.25).abs() < 3e-3, "np {np}: B at z = {}", p[5]);
     }
 }
+
+/// Bad lab settings: one line naming the file and the key, exit status 2.
+#[test]
+fn bad_lab_settings_are_one_line_naming_the_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lid = "[[wall]]\npoint = [0.0, 0.0, 1.0]\nnormal = [0.0, 0.0, -1.0]\n";
+    let periodic = "[parallel]\nperiodic = [true, true, true]\nbox_min = [-1.0, -1.0, -1.0]\nbox_max = [1.0, 1.0, 2.0]\n";
+    let cases: [(&str, String, &str); 7] = [
+        ("cd", format!("{lid}servo_stress = 1e3\n"), "wall[1].servo_max_speed"),
+        ("cd", "[[wall]]\npoint = [0.0, 0.0, 1.0]\nnormal = [0.0, 1.0, -1.0]\nservo_stress = 1e3\nservo_max_speed = 0.1\n".into(), "wall[1].normal"),
+        ("cd", format!("{lid}servo_force = 1.0\nservo_stress = 1e3\nservo_max_speed = 0.1\n"), "wall[1].servo_force"),
+        ("cd", format!("{lid}servo_gain = 2.0\n"), "wall[1].servo_gain"),
+        ("cd", "[measure]\nstress_ratio = \"xx\"\n".into(), "measure.stress_ratio"),
+        ("dem", format!("{periodic}lees_edwards = \"xz\"\nshear_rate = 1.0\n"), "parallel.lees_edwards"),
+        ("cd", format!("{periodic}lees_edwards = \"xw\"\nshear_rate = 1.0\n"), "parallel.lees_edwards"),
+    ];
+    for (k, (solver, extra, key)) in cases.iter().enumerate() {
+        let text = common::Spheres::new(solver, 0.1, 1e-3, [0.0; 3], 0.1).body([0.0, 0.0, 0.5]).ground().with(extra).toml();
+        let path = tmp.path().join(format!("bad-{k}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = std::process::Command::new(common::stiffgrain()).arg("check").arg(&path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(out.status.code(), Some(2), "{key}: exit status; stderr: {stderr}");
+        assert_eq!(lines.len(), 1, "{key}: one line expected, got: {stderr}");
+        assert!(lines[0].contains(key) && lines[0].contains(&format!("bad-{k}.toml")), "the line should name {key} and the file: {}", lines[0]);
+    }
+}
