@@ -117,8 +117,12 @@ pub struct Summary {
     pub reactions: Vec<Reaction>,
     /// The walls at the end: id (2^63 + index), point (moving walls move), removed.
     pub walls: Vec<WallState>,
-    /// The lab measurements at the end (`[measure]`; the guide's "Lab measurements").
+    /// The lab measurements at the end (`[measure]`; the guide's "Lab tests").
     pub measures: crate::lab::Measures,
+    /// A Lees–Edwards run's steady state: stress ratio and solid fraction
+    /// {mean, std} over the frames of the second half of the strain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady: Option<crate::lab::Steady>,
     /// Peak resident memory (VmHWM) per rank in MB: [min, mean, max].
     pub peak_rss_mb: [f64; 3],
     /// Largest number of bodies any rank held at once during start-up.
@@ -707,6 +711,8 @@ fn finish(
         phases,
         reactions: world.reactions(solver.reaction_normals()),
         measures: crate::lab::measure(world, solver.reaction_normals(), clock.time),
+        // Only rank 0 writes summary.json.
+        steady: if rank == 0 { steady(world.scene(), clock.time) } else { None },
         walls: world
             .walls()
             .iter()
@@ -748,6 +754,20 @@ fn finish(
         );
     }
     Ok(summary)
+}
+
+/// A Lees–Edwards run's steady state from the frames (rank 0, after the
+/// frames file is closed; None elsewhere and for other runs).
+fn steady(scene: &Scene, t_end: f64) -> Option<crate::lab::Steady> {
+    scene.periodic.as_ref()?.shear?;
+    let path = scene.output.dir.join("frames.h5");
+    match io::read_series(&path, &["time", "stress_ratio", "solid_fraction"]) {
+        Ok(c) => crate::lab::Steady::of(&c[0], &c[1], &c[2], t_end),
+        Err(e) => {
+            log::warn!("{}: cannot read /series for the steady state: {e}", path.display());
+            None
+        }
+    }
 }
 
 fn write_checkpoint(world: &World, solver: &dyn Solver, tally: &StepTally, step: u64, time: f64, dt: f64) -> Result<PathBuf, RunError> {

@@ -76,6 +76,39 @@ impl Measures {
     }
 }
 
+/// Mean and standard deviation of a measurement over a steady state.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct MeanStd {
+    pub mean: f64,
+    pub std: f64,
+}
+
+/// A shear run's steady state (summary.json `steady`): the stress ratio
+/// and the solid fraction over the second half of the strain.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Steady {
+    pub stress_ratio: MeanStd,
+    pub solid_fraction: MeanStd,
+}
+
+impl Steady {
+    /// From the frames' (time, stress ratio, solid fraction) of a
+    /// Lees–Edwards run (strain γ̇ t) that ended at `t_end`: the rows with
+    /// t ≥ t_end / 2. None without such a row.
+    pub fn of(time: &[f64], ratio: &[f64], solid: &[f64], t_end: f64) -> Option<Self> {
+        let rows: Vec<usize> = (0..time.len().min(ratio.len()).min(solid.len())).filter(|&k| time[k] >= 0.5 * t_end).collect();
+        if rows.is_empty() {
+            return None;
+        }
+        let stats = |v: &[f64]| {
+            let n = rows.len() as f64;
+            let mean = rows.iter().map(|&k| v[k]).sum::<f64>() / n;
+            MeanStd { mean, std: (rows.iter().map(|&k| (v[k] - mean).powi(2)).sum::<f64>() / n).sqrt() }
+        };
+        Some(Self { stress_ratio: stats(ratio), solid_fraction: stats(solid) })
+    }
+}
+
 fn rows(m: &Matrix3<f64>) -> [[f64; 3]; 3] {
     [[m[(0, 0)], m[(0, 1)], m[(0, 2)]], [m[(1, 0)], m[(1, 1)], m[(1, 2)]], [m[(2, 0)], m[(2, 1)], m[(2, 2)]]]
 }

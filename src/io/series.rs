@@ -152,6 +152,14 @@ pub(super) fn truncate_series(file: &hdf5::File, after_step: u64, walls: &[crate
     Ok(())
 }
 
+/// The columns `names` of `/series` in the frames file at `path` (one value
+/// per row: 1-D datasets), read by one process on a closed file.
+pub fn read_series(path: &std::path::Path, names: &[&str]) -> hdf5::Result<Vec<Vec<f64>>> {
+    let f = hdf5::File::open(path)?;
+    let g = f.group("series")?;
+    names.iter().map(|n| g.dataset(n)?.read_raw::<f64>()).collect()
+}
+
 /// Whether every dataset of `/series` in `file` reads.
 pub(super) fn series_readable(file: &hdf5::File) -> bool {
     let Ok(g) = file.group("series") else { return false };
