@@ -42,7 +42,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let dt = scene.simulation.dt;
     let tol = scene.solver.tolerance;
     let max_it = scene.solver.max_iterations;
-    let mut sim = World::new(world, scene, bodies, None, true, &Default::default());
+    let mut sim = World::new(world, scene, bodies, None, true, &Default::default(), 0.0);
     sim.detect();
     let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt, false)?;
     let ext = stiffgrain::cd::external_velocity(scene, sim.bodies(), sim.layout().n_owned, 0.0, dt);

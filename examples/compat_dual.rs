@@ -71,7 +71,7 @@ fn main() {
 
 fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgrain::body::Bodies, args: &Args) -> petsc::Result<bool> {
     let dt = scene.simulation.dt;
-    let mut sim = Sim::new(world, scene, bodies, None, true, &Default::default());
+    let mut sim = Sim::new(world, scene, bodies, None, true, &Default::default(), 0.0);
     sim.detect();
     let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt, false)?;
     let ext = stiffgrain::cd::external_velocity(scene, sim.bodies(), sim.layout().n_owned, 0.0, dt);

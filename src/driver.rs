@@ -120,6 +120,12 @@ pub struct Summary {
     pub reactions: Vec<Reaction>,
     /// The walls at the end: id (2^63 + index), point (moving walls move), removed.
     pub walls: Vec<WallState>,
+    /// The lab measurements at the end (`[measure]`; the guide's "Lab tests").
+    pub measures: crate::lab::Measures,
+    /// A Lees–Edwards run's steady state: stress ratio and solid fraction
+    /// {mean, std} over the frames of the second half of the strain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady: Option<crate::lab::Steady>,
     /// Peak resident memory (VmHWM) per rank in MB: [min, mean, max].
     pub peak_rss_mb: [f64; 3],
     /// Largest number of bodies any rank held at once during start-up.
@@ -423,7 +429,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let mut solver = make_solver(scene);
     // A checkpoint's own decomposition is kept as it is (an exact restart).
     let rebalance = opts.restart.is_none() || opts.domain.is_none();
-    let mut world = World::new(comm, scene, bodies, opts.domain.clone(), rebalance, &solver.history());
+    let mut world = World::new(comm, scene, bodies, opts.domain.clone(), rebalance, &solver.history(), opts.restart.map_or(0.0, |(_, t)| t));
     let n_global = parallel::sum_u64(comm, world.n_owned() as u64);
     solver.phases().iter().for_each(|p| world.add_phase(p));
     let mut tally = StepTally::new(opts.restart.map_or(1, |(step, _)| step + 1));
@@ -451,6 +457,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     if opts.restart.is_none() {
         let table = world.contact_table(&solver.contact_fields(world.contacts()));
         let row = series_row(&world, solver.as_ref(), 0, 0.0, clock.dt);
+        frames.set_walls(world.walls());
         frames.write_frame_and_series(0, 0.0, clock.dt, world.bodies(), world.n_owned(), table, Some(&row))?;
     }
     log::info!("{}", Thermo::HEADER);
@@ -493,6 +500,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         }
         tally.add(&report);
         clock.advance(report.dt);
+        world.control_walls(solver.reaction_normals(), clock.time);
         if let Some(v) = scene.simulation.until_static {
             clock.quiet = if largest_speed(&world) < v { clock.quiet + 1 } else { 0 };
         }
@@ -501,6 +509,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             let table = world.contact_table(&solver.contact_fields(world.contacts()));
             let row = series_row(&world, solver.as_ref(), step, clock.time, report.dt);
             let (b, n, time) = (world.bodies(), world.n_owned(), clock.time);
+            frames.set_walls(world.walls());
             world.timers().time("output", || frames.write_frame_and_series(step, time, report.dt, b, n, table, Some(&row)))?;
         }
         if every(scene.output.checkpoint_every, step) || (last && scene.output.checkpoint_at_end) {
@@ -711,6 +720,9 @@ fn finish(
         wall_time,
         phases,
         reactions: world.reactions(solver.reaction_normals()),
+        measures: crate::lab::measure(world, solver.reaction_normals(), clock.time),
+        // Only rank 0 writes summary.json.
+        steady: if rank == 0 { steady(world.scene(), clock.time) } else { None },
         walls: world
             .walls()
             .iter()
@@ -752,6 +764,20 @@ fn finish(
         );
     }
     Ok(summary)
+}
+
+/// A Lees–Edwards run's steady state from the frames (rank 0, after the
+/// frames file is closed; None elsewhere and for other runs).
+fn steady(scene: &Scene, t_end: f64) -> Option<crate::lab::Steady> {
+    scene.periodic.as_ref()?.shear?;
+    let path = scene.output.dir.join("frames.h5");
+    match io::read_series(&path, &["time", "stress_ratio", "solid_fraction"]) {
+        Ok(c) => crate::lab::Steady::of(&c[0], &c[1], &c[2], t_end),
+        Err(e) => {
+            log::warn!("{}: cannot read /series for the steady state: {e}", path.display());
+            None
+        }
+    }
 }
 
 fn write_checkpoint(world: &World, solver: &dyn Solver, tally: &StepTally, step: u64, time: f64, dt: f64) -> Result<PathBuf, RunError> {
@@ -818,6 +844,7 @@ fn series_row(world: &World, solver: &dyn Solver, step: u64, time: f64, dt: f64)
         contacts: parallel::sum_u64(world.comm(), world.contacts().len() as u64),
         wall_force: (0..walls.len()).map(force).collect(),
         wall_position: walls.iter().map(|w| w.position(time)).map(|p| [p.x, p.y, p.z]).collect(),
+        measures: crate::lab::measure(world, solver.reaction_normals(), time).series_values(),
     }
 }
 
@@ -894,6 +921,13 @@ fn series_header(n_walls: usize) -> String {
             h += &format!(",wall{k}_{c}");
         }
     }
+    for (name, width) in io::MEASURE_COLUMNS {
+        match width {
+            1 => h += &format!(",{name}"),
+            3 => ["x", "y", "z"].iter().for_each(|c| h += &format!(",{name}_{c}")),
+            _ => ["xx", "xy", "xz", "yx", "yy", "yz", "zx", "zy", "zz"].iter().for_each(|c| h += &format!(",{name}_{c}")),
+        }
+    }
     h
 }
 
@@ -904,6 +938,9 @@ fn series_line(r: &io::SeriesRow) -> String {
         for v in f.iter().chain(p) {
             s += &format!(",{v:e}");
         }
+    }
+    for v in &r.measures {
+        s += &format!(",{v:e}");
     }
     s
 }

@@ -12,6 +12,7 @@ pub mod driver;
 pub mod geometry;
 pub mod history;
 pub mod io;
+pub mod lab;
 pub mod logging;
 pub mod parallel;
 pub mod petsc;

@@ -50,6 +50,9 @@ pub struct StepContext<'a> {
 pub struct World<'a> {
     comm: &'a Comm,
     scene: &'a Scene,
+    /// The scene as the solvers see it when a wall is stress-controlled:
+    /// a copy whose walls carry the servo's present motion (None: `scene`).
+    servo_scene: Option<Box<Scene>>,
     domain: Domain,
     bodies: Bodies,
     layout: Layout,
@@ -81,20 +84,38 @@ pub struct World<'a> {
     rebalances: u64,
     /// Bodies this rank sent to another owner so far.
     migrated: u64,
-    /// Per contact of `contacts`: (a fixed, b fixed or a wall), taken at
-    /// detection — a search after the step may migrate bodies and leave the
-    /// step's local indices stale before the reactions are summed.
-    contact_fixed: Vec<(bool, bool)>,
+    /// Per contact of `contacts`: whether each side is fixed (or a wall)
+    /// and its arms, taken at detection — a search after the step may
+    /// migrate bodies and leave the step's local indices stale before the
+    /// reactions and measures are summed.
+    contact_fixed: Vec<ContactSides>,
     /// Contacts already detected for the configuration at the end of the
     /// last step (a solver's search), used instead of a new detection.
-    next: Option<(Contacts, Vec<(bool, bool)>)>,
+    next: Option<(Contacts, Vec<ContactSides>)>,
     /// The scene's walls, those removed by now (`until`) marked: indices
     /// stay stable, so wall ids are 2^63 + index throughout.
     walls: Vec<Wall>,
+    /// The time of [`World::set_time`] (a Lees–Edwards cell's offset).
+    time: f64,
+    /// The time the ghost lists were last built.
+    built: f64,
 }
 
 /// The checkpoint table of the World's own per-body rows.
 const WORLD_TABLE: &str = "world";
+/// The checkpoint table of the servo walls' motion: key wall index,
+/// f = [anchor x, y, z, since, speed, scale, error].
+const SERVO_TABLE: &str = "servo_walls";
+
+/// The two sides of a contact as detection saw them: fixed (a fixed body
+/// or, for b, a wall), and the arm from each body's centre to the contact
+/// point (zero for a wall; from the periodic image the contact was found with).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactSides {
+    pub fixed: (bool, bool),
+    pub arm_a: Vector3<f64>,
+    pub arm_b: Vector3<f64>,
+}
 
 /// A search a solver asks for at the end of an attempt of a step
 /// ([`crate::solver::Solver::search`]): how deep the mesh search seeks
@@ -117,16 +138,18 @@ impl<'a> World<'a> {
     /// to their owners in `domain`: the decomposition start-up placed them
     /// in, or a checkpoint's on the same rank count (then `rebalance` is
     /// false: the run continues as it would have). Without one, the rank
-    /// boxes are made over the bodies' box.
-    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, domain: Option<Domain>, rebalance: bool, history: &HistorySpec) -> Self {
+    /// boxes are made over the bodies' box. `time`: the run's (a restart's).
+    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, domain: Option<Domain>, rebalance: bool, history: &HistorySpec, time: f64) -> Self {
         let domain = domain.unwrap_or_else(|| {
             let (lo, hi) = crate::parallel::domain::domain_box(comm, scene, &bodies);
             Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim)
         });
         let n = bodies.len();
+        let servo = scene.walls.iter().any(|w| matches!(w.motion, crate::scene::WallMotion::Servo(_)));
         let mut world = World {
             comm,
             scene,
+            servo_scene: servo.then(|| Box::new(scene.clone())),
             domain,
             bodies,
             layout: Layout::default(),
@@ -148,6 +171,8 @@ impl<'a> World<'a> {
             contact_fixed: Vec::new(),
             next: None,
             walls: scene.walls.clone(),
+            time,
+            built: time,
         };
         world.layout.n_owned = n;
         world.rebuild(rebalance);
@@ -163,7 +188,7 @@ impl<'a> World<'a> {
     ) -> T {
         let ctx = StepContext {
             comm: self.comm,
-            scene: self.scene,
+            scene: self.servo_scene.as_deref().unwrap_or(self.scene),
             shapes: &self.shapes,
             layout: &self.layout,
             contacts: &self.contacts,
@@ -180,8 +205,9 @@ impl<'a> World<'a> {
         self.comm
     }
 
-    pub fn scene(&self) -> &'a Scene {
-        self.scene
+    /// The scene; with servo walls, their present motion included.
+    pub fn scene(&self) -> &Scene {
+        self.servo_scene.as_deref().unwrap_or(self.scene)
     }
 
     /// The process grid (rank boxes).
@@ -248,6 +274,15 @@ impl<'a> World<'a> {
             reference.push(self.bodies.id[i], &[], &[p.x, p.y, p.z, work[i]]);
         }
         history.push((WORLD_TABLE.to_string(), reference));
+        let mut servo = FlatRecords::new(0, 7);
+        if self.comm.rank() == 0 {
+            for (k, w) in self.walls.iter().enumerate() {
+                if let crate::scene::WallMotion::Servo(s) = &w.motion {
+                    servo.push(k as u64, &[], &[s.anchor.x, s.anchor.y, s.anchor.z, s.since, s.speed, s.scale, s.error]);
+                }
+            }
+        }
+        history.push((SERVO_TABLE.to_string(), servo));
         WorldState { history, domain: self.domain.to_flat() }
     }
 
@@ -271,6 +306,130 @@ impl<'a> World<'a> {
             }
         }
         self.restored_work = work;
+        // The servo walls' motion, to every rank.
+        let servo = crate::history::table(&state.history, SERVO_TABLE).filter(|r| r.n_f == 7).cloned().unwrap_or_else(|| FlatRecords::new(0, 7));
+        let size = self.comm.size() as usize;
+        let mut all = FlatRecords::new(0, 7);
+        let mut dest = Vec::new();
+        for k in 0..servo.len() {
+            for r in 0..size {
+                all.push(servo.keys[k], &[], servo.f_row(k));
+                dest.push(r);
+            }
+        }
+        let got = send_to(self.comm, &all, &dest);
+        for k in 0..got.len() {
+            let f = got.f_row(k);
+            if let Some(crate::scene::WallMotion::Servo(s)) = self.walls.get_mut(got.keys[k] as usize).map(|w| &mut w.motion) {
+                (s.anchor, s.since, s.speed, s.scale, s.error) = (Vector3::new(f[0], f[1], f[2]), f[3], f[4], f[5], f[6]);
+            }
+        }
+        self.sync_servo_scene();
+    }
+
+    /// The solvers' copy of the scene takes the walls' present motion.
+    fn sync_servo_scene(&mut self) {
+        if let Some(s) = self.servo_scene.as_mut() {
+            s.walls.clone_from(&self.walls);
+        }
+    }
+
+    /// The cell the bodies are in, (lo, hi), on the axes of the scene: per
+    /// axis the periodic box, else the innermost acting walls whose normal
+    /// is that axis (one on each side), else the free bodies' extent (their
+    /// bounding spheres) on the missing side. Collective.
+    pub fn cell_box(&self) -> (Vector3<f64>, Vector3<f64>) {
+        let mut lo = Vector3::repeat(f64::NEG_INFINITY);
+        let mut hi = Vector3::repeat(f64::INFINITY);
+        for w in self.walls.iter().filter(|w| !w.removed) {
+            for a in 0..3 {
+                if (w.normal[a].abs() - 1.0).abs() < 1e-12 {
+                    if w.normal[a] > 0.0 {
+                        lo[a] = lo[a].max(w.point[a]);
+                    } else {
+                        hi[a] = hi[a].min(w.point[a]);
+                    }
+                }
+            }
+        }
+        if let Some(p) = &self.scene.periodic {
+            for a in 0..3 {
+                if p.axes[a] {
+                    (lo[a], hi[a]) = (p.lo[a], p.hi[a]);
+                }
+            }
+        }
+        if lo.iter().chain(hi.iter()).any(|x| x.is_infinite()) {
+            let b = &self.bodies;
+            let (mut elo, mut ehi) = (Vector3::repeat(f64::INFINITY), Vector3::repeat(f64::NEG_INFINITY));
+            for i in (0..self.layout.n_owned).filter(|&i| !b.fixed[i]) {
+                let r = self.shapes.bounding_radius(b.shape[i]);
+                elo = elo.inf(&b.position[i].add_scalar(-r));
+                ehi = ehi.sup(&b.position[i].add_scalar(r));
+            }
+            for a in 0..3 {
+                let (l, h) = (-parallel::max_f64(self.comm, -elo[a]), parallel::max_f64(self.comm, ehi[a]));
+                if lo[a].is_infinite() {
+                    lo[a] = l;
+                }
+                if hi[a].is_infinite() {
+                    hi[a] = h;
+                }
+            }
+        }
+        (lo, hi)
+    }
+
+    /// Sets the speed of every servo wall from its reaction after the step
+    /// that ended at `t` ([`crate::scene::Servo::control`]); `normal` as in
+    /// [`World::reactions`]. Collective; nothing without servo walls.
+    pub fn control_walls(&mut self, normal: Option<&[f64]>, t: f64) {
+        if self.servo_scene.is_none() {
+            return;
+        }
+        let reactions = self.reactions(normal);
+        let stress = self.walls.iter().any(|w| matches!(&w.motion, crate::scene::WallMotion::Servo(s) if matches!(s.target, crate::scene::ServoTarget::Stress(_))));
+        let cell = if stress { Some(self.cell_box()) } else { None };
+        let dim = self.scene.simulation.dim as usize;
+        // Rigid contacts (cd, compatible-cd) cannot give way: a wall pushed
+        // into a jammed pack has no finite reaction, so there it advances no
+        // farther in a step than its gap to the nearest body.
+        let rigid = self.scene.simulation.solver != crate::scene::SolverKind::Dem;
+        let gaps: Vec<f64> = if rigid {
+            let b = &self.bodies;
+            self.walls
+                .iter()
+                .map(|w| {
+                    if !matches!(w.motion, crate::scene::WallMotion::Servo(_)) {
+                        return f64::INFINITY;
+                    }
+                    let p = w.position(t);
+                    let local = (0..self.layout.n_owned).map(|i| (b.position[i] - p).dot(&w.normal) - self.shapes.bounding_radius(b.shape[i])).fold(f64::INFINITY, f64::min);
+                    -parallel::max_f64(self.comm, -local)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let dt = self.scene.simulation.dt;
+        for (k, w) in self.walls.iter_mut().enumerate() {
+            let point = w.position(t);
+            let n = w.normal;
+            let crate::scene::WallMotion::Servo(s) = &mut w.motion else { continue };
+            let r = reactions.iter().find(|r| r.body == contact::WALL_ID_BASE + k as u64).map_or(Vector3::zeros(), |r| Vector3::from(r.force));
+            // The bodies push the wall against its normal.
+            let measured = -r.dot(&n);
+            let area = cell.map_or(1.0, |(lo, hi)| {
+                let axis = n.iamax();
+                (0..dim).filter(|&a| a != axis).map(|a| hi[a] - lo[a]).product()
+            });
+            let target = s.target_force(t, area);
+            s.control(t, point, measured, target);
+            if let Some(&gap) = gaps.get(k) {
+                s.speed = s.speed.min(gap.max(0.0) / dt);
+            }
+        }
+        self.sync_servo_scene();
     }
 
     pub fn timers(&self) -> &Timers {
@@ -320,9 +479,13 @@ impl<'a> World<'a> {
         let moved = (0..n.min(self.reference.len()))
             .map(|i| (self.bodies.position[i] - self.reference[i]).norm())
             .fold(0.0, f64::max);
-        let stale = force || self.reference.len() != n || moved > 0.5 * self.params.skin;
+        // A Lees–Edwards cell's images slide past the bodies across the
+        // gradient faces: as far as the offset moved since the lists were built.
+        let sheared = self.scene.periodic.as_ref().map_or(0.0, |p| (p.shear_speed() * (self.time - self.built)).abs());
+        let stale = force || self.reference.len() != n || moved + sheared > 0.5 * self.params.skin;
         if parallel::all_ok(self.comm, !stale) {
-            self.timers.time("ghost_exchange", || exchange::forward(self.comm, &mut self.bodies, &self.layout));
+            let time = self.time;
+            self.timers.time("ghost_exchange", || exchange::forward(self.comm, &mut self.bodies, &self.layout, time));
             return;
         }
         self.rebuild(true);
@@ -334,10 +497,13 @@ impl<'a> World<'a> {
         let n = self.layout.n_owned;
         self.bodies.truncate(n);
         if let Some(per) = &self.scene.periodic {
-            for p in &mut self.bodies.position {
-                *p = per.wrap(p);
+            let b = &mut self.bodies;
+            for i in 0..n {
+                (b.position[i], b.velocity[i]) = per.wrap_state(&b.position[i], &b.velocity[i], self.time);
             }
         }
+        self.built = self.time;
+        let time = self.time;
         if rebalance {
             self.rebalance();
         }
@@ -354,7 +520,7 @@ impl<'a> World<'a> {
         let shapes = &self.scene.shapes;
         let periodic = self.scene.periodic.as_ref();
         self.layout =
-            self.timers.time("ghost_exchange", || exchange::borders(comm, domain, bodies, n, shapes, extra, periodic));
+            self.timers.time("ghost_exchange", || exchange::borders(comm, domain, bodies, n, shapes, extra, periodic, time));
         self.reference = self.bodies.position[..n].to_vec();
         self.verlet.invalidate();
         self.rebuilds += 1;
@@ -408,6 +574,7 @@ impl<'a> World<'a> {
     /// `until` counts); the next detection drops them (the Verlet list sees
     /// the change and rebuilds). The same on every rank.
     pub fn set_time(&mut self, t: f64) {
+        self.time = t;
         let tol = 1e-9 * self.scene.simulation.dt;
         for (k, w) in self.walls.iter_mut().enumerate() {
             w.point = w.position(t);
@@ -522,8 +689,20 @@ impl<'a> World<'a> {
     fn refresh_fixed(&mut self) {
         let (b, c) = (&self.bodies, &self.contacts);
         self.contact_fixed.clear();
-        self.contact_fixed
-            .extend(c.ia.iter().zip(&c.ib).map(|(&ia, &ib)| (b.fixed[ia], ib == WALL_INDEX || b.fixed[ib])));
+        self.contact_fixed.extend((0..c.len()).map(|k| {
+            let (ia, ib) = (c.ia[k], c.ib[k]);
+            let wall = ib == WALL_INDEX;
+            ContactSides {
+                fixed: (b.fixed[ia], wall || b.fixed[ib]),
+                arm_a: c.point[k] - b.position[ia],
+                arm_b: if wall { Vector3::zeros() } else { c.point[k] - b.position[ib] },
+            }
+        }));
+    }
+
+    /// Per contact of the step: its sides as detection saw them.
+    pub fn contact_sides(&self) -> &[ContactSides] {
+        &self.contact_fixed
     }
 
     /// True for a contact of `list` between two bodies at least one of
@@ -589,7 +768,7 @@ impl<'a> World<'a> {
         for (k, c) in self.contacts.iter().enumerate() {
             let f = c.normal * normal.get(k).copied().unwrap_or(0.0)
                 + self.forces.f_t.get(k).copied().unwrap_or_else(Vector3::zeros);
-            let (fixed_a, fixed_b) = self.contact_fixed[k];
+            let (fixed_a, fixed_b) = self.contact_fixed[k].fixed;
             if fixed_b {
                 *local.entry(c.b).or_insert_with(Vector3::zeros) += f;
             }

@@ -101,7 +101,10 @@ class Run:
         """/series of frames.h5 (a row per frame) as a dict of arrays:
         step, time (s), dt (s), kinetic_energy (J), contacts, and, with
         walls, wall_force and wall_position (rows × walls × 3: N, m),
-        wall_id and wall_normal (walls × 3)."""
+        wall_id and wall_normal (walls × 3); the lab measurements box_lo,
+        box_hi (rows × 3, m), volume, solid_fraction, coordination,
+        coordination_backbone, rattler_fraction, pressure (Pa),
+        stress_ratio, inertial_number, stress and fabric (rows × 3 × 3)."""
         with h5py.File(self.h5_path, "r") as f:
             if "series" not in f:
                 raise KeyError(f"{self.h5_path}: no /series (written by an earlier version)")

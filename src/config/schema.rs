@@ -32,6 +32,37 @@ pub struct Config {
     pub compatibility: CompatibilityCfg,
     #[serde(default)]
     pub load: Vec<LoadCfg>,
+    #[serde(default)]
+    pub measure: MeasureCfg,
+}
+
+/// `[measure]`: the lab measurements (stress tensor, solid fraction,
+/// coordination, fabric, inertial number) written with every frame in
+/// `/series`, with every thermo line in series.csv and at the end in
+/// summary.json (`measures`).
+#[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeasureCfg {
+    /// Lower corner of the box measured in: the free bodies whose centre
+    /// is inside (with `box_max`). Default: the cell (per axis the periodic
+    /// box, else the innermost walls along that axis, else the bodies'
+    /// extent) and every free body.
+    #[schemars(extend("x-unit" = "m", "x-default" = "the cell"))]
+    pub box_min: Option<[f64; 3]>,
+    /// Upper corner of the box measured in (with `box_min`).
+    #[schemars(extend("x-unit" = "m", "x-default" = "the cell"))]
+    pub box_max: Option<[f64; 3]>,
+    /// A free body with fewer force-carrying contacts than this is a
+    /// rattler, left out of `coordination_backbone` (removed repeatedly
+    /// until none is left). Default: d + 1 (4 in 3D), the fewest contacts
+    /// that hold a frictionless sphere; 2 is the usual rule with friction.
+    #[schemars(extend("x-default" = "dim + 1"))]
+    pub rattler_contacts: Option<u32>,
+    /// The stress ratio: "q/p" (default; q = √(3/2 s:s) of the deviator),
+    /// or two axes "ab" for the shear cell's τ/σ_n = σ_ab/σ_bb (flow along
+    /// a, gradient along b, e.g. "xz").
+    #[schemars(extend("x-default" = "q/p"))]
+    pub stress_ratio: Option<String>,
 }
 
 /// `[[load]]` (solver = "dem" or "cd"): an external force at a material
@@ -146,11 +177,20 @@ pub struct ParallelCfg {
     /// Upper corner of the periodic box (required with a periodic axis).
     #[schemars(extend("x-unit" = "m", "x-default" = "none"))]
     pub box_max: Option<[f64; 3]>,
+    /// Lees–Edwards simple shear of the periodic box: two periodic axes,
+    /// flow then gradient, e.g. "xz": the images across the z period are
+    /// shifted along x by ±shear_rate · L_z · t and move at ±shear_rate · L_z.
+    /// Under cd and compatible-cd (an error under dem).
+    #[schemars(extend("x-default" = "none"))]
+    pub lees_edwards: Option<String>,
+    /// The shear rate γ̇ of the Lees–Edwards cell (with `lees_edwards`).
+    #[schemars(extend("x-unit" = "1/s", "x-default" = "none"))]
+    pub shear_rate: Option<f64>,
 }
 
 impl Default for ParallelCfg {
     fn default() -> Self {
-        Self { imbalance: default_imbalance(), periodic: [false; 3], box_min: None, box_max: None }
+        Self { imbalance: default_imbalance(), periodic: [false; 3], box_min: None, box_max: None, lees_edwards: None, shear_rate: None }
     }
 }
 
@@ -619,6 +659,27 @@ pub struct WallCfg {
     /// (instead of `velocity`).
     #[schemars(extend("x-unit" = "[s, m, m, m]", "x-default" = "none (fixed)"))]
     pub path: Option<Vec<[f64; 4]>>,
+    /// Stress control: the normal stress the wall holds (the compressive
+    /// force of the bodies on it over the cell's cross-section normal to
+    /// it; the normal must be along an axis). The wall moves along its
+    /// normal after each step at max_speed · clamp(gain · (target −
+    /// measured)/target, −1, 1) (instead of `velocity` or `path`).
+    #[schemars(extend("x-unit" = "Pa", "x-default" = "none"))]
+    pub servo_stress: Option<f64>,
+    /// Stress control by the force instead of the stress (instead of `servo_stress`).
+    #[schemars(extend("x-unit" = "N", "x-default" = "none"))]
+    pub servo_force: Option<f64>,
+    /// The servo's gain g: within 1/g of the target (relative) the speed
+    /// falls in proportion to the error. Stable while g · servo_max_speed ·
+    /// Δt · K / target < 2, K the pack's stiffness against the wall (N/m).
+    #[schemars(extend("x-unit" = "1", "x-default" = "1"))]
+    pub servo_gain: Option<f64>,
+    /// The servo wall's largest speed (required with a servo target).
+    #[schemars(extend("x-unit" = "m/s", "x-default" = "none"))]
+    pub servo_max_speed: Option<f64>,
+    /// The servo target grows linearly from zero to its value over this time.
+    #[schemars(extend("x-unit" = "s", "x-default" = "0"))]
+    pub servo_ramp: Option<f64>,
 }
 
 /// What a run writes, and how often.

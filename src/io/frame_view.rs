@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn nearest_image_across_a_face() {
-        let per = Periodic { lo: Vector3::zeros(), hi: Vector3::new(10.0, 10.0, 10.0), axes: [true, false, false] };
+        let per = Periodic::new(Vector3::zeros(), Vector3::new(10.0, 10.0, 10.0), [true, false, false]);
         let q = nearest_image(Some(&per), Vector3::new(9.5, 1.0, 1.0), &Vector3::new(0.5, 1.0, 1.0));
         assert!((q - Vector3::new(-0.5, 1.0, 1.0)).norm() < 1e-12);
         assert!((wall_shown(1.0, 0.5, 0.1), wall_shown(1.0, 1.0, 0.1)) == (true, false));

@@ -81,7 +81,8 @@ pub struct FrameWriter {
     shapes: Vec<Shape>,
     has_meshes: bool,
     frames: Vec<FrameInfo>,
-    /// The scene's walls (positions at t = 0, motions, `until`).
+    /// The scene's walls (positions at t = 0, motions, `until`), or as the
+    /// World last moved them ([`FrameWriter::set_walls`]).
     walls: Vec<crate::scene::Wall>,
     periodic: Option<crate::scene::Periodic>,
 }
@@ -285,6 +286,12 @@ impl FrameWriter {
         contacts: ContactTable,
     ) -> Result<(), IoError> {
         self.write_frame_and_series(step, time, dt, bodies, n_owned, contacts, None)
+    }
+
+    /// The walls as the World moves them now: a servo wall's motion is
+    /// known only to the World (the frames draw the walls from these).
+    pub fn set_walls(&mut self, walls: &[crate::scene::Wall]) {
+        self.walls.clone_from_slice(walls);
     }
 
     /// Collective: [`FrameWriter::write_frame`], and `row` appended to
@@ -675,11 +682,13 @@ pub(crate) fn scan<C: Communicator>(comm: &C, n: u64) -> (u64, u64) {
 /// here (force fields are found by their name: `force_*`, `*_force`).
 pub fn unit_of(name: &str) -> &'static str {
     match name {
-        "position" | "radius" | "mesh_vertices" | "point" | "gap" | "line_points" | "vertices" | "wall_position" => "m",
+        "position" | "radius" | "mesh_vertices" | "point" | "gap" | "line_points" | "vertices" | "wall_position" | "box_lo" | "box_hi" => "m",
         "velocity" | "mesh_velocity" => "m/s",
         "angular_velocity" => "rad/s",
         "time" | "dt" => "s",
         "kinetic_energy" => "J",
+        "stress" | "pressure" => "Pa",
+        "volume" => "m^3",
         n if n.starts_with("force_") || n.ends_with("_force") => "N",
         _ => "1",
     }

@@ -24,6 +24,7 @@ pub use checkpoint::{
     WorldState, FORMAT_VERSION,
 };
 pub use frames::{FrameWriter, SeriesRow};
+pub use series::{read_series, MEASURE_COLUMNS};
 pub use table::{Column, ColumnData, ContactField, ContactTable};
 pub use redistribute::{redistribute_sorted, FlatRecords, Redistributed};
 

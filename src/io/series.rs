@@ -23,7 +23,27 @@ pub struct SeriesRow {
     pub wall_force: Vec<[f64; 3]>,
     /// Per wall: its point at `time` (moving walls move), m.
     pub wall_position: Vec<[f64; 3]>,
+    /// The lab measurements, [`MEASURE_COLUMNS`] one after the other
+    /// (empty: zeros are written).
+    pub measures: Vec<f64>,
 }
+
+/// The lab measurements of a series row (`crate::lab::Measures`), in this
+/// order: name and values per row (a 3 × 3 tensor row by row).
+pub const MEASURE_COLUMNS: [(&str, usize); 12] = [
+    ("box_lo", 3),
+    ("box_hi", 3),
+    ("volume", 1),
+    ("solid_fraction", 1),
+    ("coordination", 1),
+    ("coordination_backbone", 1),
+    ("rattler_fraction", 1),
+    ("pressure", 1),
+    ("stress_ratio", 1),
+    ("inertial_number", 1),
+    ("stress", 9),
+    ("fabric", 9),
+];
 
 /// Rows per chunk of the `/series` datasets.
 pub(super) const SERIES_CHUNK: usize = 64;
@@ -34,24 +54,34 @@ pub(super) fn series_columns(w: usize) -> Vec<(&'static str, usize)> {
     if w > 0 {
         v.extend([("wall_force", 3 * w), ("wall_position", 3 * w)]);
     }
+    v.extend(MEASURE_COLUMNS);
     v
+}
+
+/// Creates the empty, growing dataset `name` of `/series` (`w` walls).
+fn create_column(g: &hdf5::Group, name: &str, w: usize) -> hdf5::Result<()> {
+    use hdf5::Extent;
+    let ds = if name.starts_with("wall_") {
+        g.new_dataset::<f64>().chunk((SERIES_CHUNK, w, 3)).shape([Extent::resizable(0), Extent::fixed(w), Extent::fixed(3)]).create(name)?
+    } else if matches!(name, "stress" | "fabric") {
+        g.new_dataset::<f64>().chunk((SERIES_CHUNK, 3, 3)).shape([Extent::resizable(0), Extent::fixed(3), Extent::fixed(3)]).create(name)?
+    } else if matches!(name, "box_lo" | "box_hi") {
+        g.new_dataset::<f64>().chunk((SERIES_CHUNK, 3)).shape([Extent::resizable(0), Extent::fixed(3)]).create(name)?
+    } else if matches!(name, "step" | "contacts") {
+        g.new_dataset::<u64>().chunk(SERIES_CHUNK).shape([Extent::resizable(0)]).create(name)?
+    } else {
+        g.new_dataset::<f64>().chunk(SERIES_CHUNK).shape([Extent::resizable(0)]).create(name)?
+    };
+    str_attr(&ds, "units", unit_of(name))
 }
 
 /// Collective: creates `/series` with no rows, and the walls' ids and
 /// normals (written by rank 0).
 pub(super) fn create_series(file: &hdf5::File, walls: &[crate::scene::Wall], root: bool) -> hdf5::Result<()> {
-    use hdf5::Extent;
     let g = file.create_group("series")?;
     let w = walls.len();
     for (name, _) in series_columns(w) {
-        let ds = if name.starts_with("wall_") {
-            g.new_dataset::<f64>().chunk((SERIES_CHUNK, w, 3)).shape([Extent::resizable(0), Extent::fixed(w), Extent::fixed(3)]).create(name)?
-        } else if matches!(name, "step" | "contacts") {
-            g.new_dataset::<u64>().chunk(SERIES_CHUNK).shape([Extent::resizable(0)]).create(name)?
-        } else {
-            g.new_dataset::<f64>().chunk(SERIES_CHUNK).shape([Extent::resizable(0)]).create(name)?
-        };
-        str_attr(&ds, "units", unit_of(name))?;
+        create_column(&g, name, w)?;
     }
     if w > 0 {
         let ids: Vec<u64> = if root { (0..w as u64).map(|k| WALL_ID_BASE + k).collect() } else { Vec::new() };
@@ -83,7 +113,11 @@ pub(super) fn append_series(file: &hdf5::File, st: &Steps, row: &SeriesRow, w: u
                     "dt" => vec![row.dt],
                     "kinetic_energy" => vec![row.kinetic_energy],
                     "wall_force" => flat(&row.wall_force),
-                    _ => flat(&row.wall_position),
+                    "wall_position" => flat(&row.wall_position),
+                    _ => {
+                        let at: usize = MEASURE_COLUMNS.iter().take_while(|(n, _)| *n != name).map(|(_, w)| w).sum();
+                        row.measures.get(at..at + cols).map_or_else(|| vec![0.0; cols], |v| v.to_vec())
+                    }
                 };
                 write_rows_collective(&ds, n as u64, if root { &v[..] } else { &[] }, cols)
             }
@@ -104,6 +138,10 @@ pub(super) fn truncate_series(file: &hdf5::File, after_step: u64, walls: &[crate
     let steps: Vec<u64> = g.dataset("step")?.read_raw()?;
     let keep = steps.iter().enumerate().take_while(|&(i, &s)| s <= after_step && (i == 0 || s > steps[i - 1])).count();
     for (name, _) in series_columns(walls.len()) {
+        // A file from before the lab measurements: their rows are zeros.
+        if !g.link_exists(name) {
+            create_column(&g, name, walls.len())?;
+        }
         let ds = g.dataset(name)?;
         let mut shape = ds.shape();
         if shape[0] != keep {
@@ -112,6 +150,14 @@ pub(super) fn truncate_series(file: &hdf5::File, after_step: u64, walls: &[crate
         }
     }
     Ok(())
+}
+
+/// The columns `names` of `/series` in the frames file at `path` (one value
+/// per row: 1-D datasets), read by one process on a closed file.
+pub fn read_series(path: &std::path::Path, names: &[&str]) -> hdf5::Result<Vec<Vec<f64>>> {
+    let f = hdf5::File::open(path)?;
+    let g = f.group("series")?;
+    names.iter().map(|n| g.dataset(n)?.read_raw::<f64>()).collect()
 }
 
 /// Whether every dataset of `/series` in `file` reads.

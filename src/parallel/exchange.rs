@@ -23,8 +23,13 @@ pub struct Layout {
     /// Global index of every local body (owned, then ghosts).
     pub global_index: Vec<u64>,
     /// Ghost plan: (destination rank, owned local index, position shift of
-    /// a periodic image (zero for a plain ghost)), in send order.
-    sends: Vec<(usize, usize, Vector3<f64>)>,
+    /// a periodic image (zero for a plain ghost), the image's gradient
+    /// periods in a Lees–Edwards cell), in send order.
+    sends: Vec<(usize, usize, Vector3<f64>, i32)>,
+    /// A Lees–Edwards cell: the flow axis, the images' speed per gradient
+    /// period, and the time the shifts were made (they move on with the
+    /// offset).
+    shear: Option<(usize, f64, f64)>,
 }
 
 /// Sends every owned body whose centre is now in another rank's box to that
@@ -74,6 +79,7 @@ pub fn borders(
     shapes: &[Shape],
     extra: f64,
     periodic: Option<&Periodic>,
+    time: f64,
 ) -> Layout {
     bodies.truncate(n_owned);
     let me = comm.rank() as usize;
@@ -93,16 +99,16 @@ pub fn borders(
     for i in 0..n_owned {
         let ri = radius(i);
         let reach = ri + global_max + extra;
-        let mut shifts = vec![Vector3::zeros()];
+        let mut shifts = vec![(Vector3::zeros(), 0)];
         if let Some(per) = periodic {
-            shifts.extend(per.image_shifts(&bodies.position[i], reach));
+            shifts.extend(per.images(&bodies.position[i], reach, time).into_iter().map(|im| (im.shift, im.periods)));
         }
-        for shift in shifts {
+        for (shift, periods) in shifts {
             let p = bodies.position[i] + shift;
             for r in domain.ranks_near(&p, reach) {
                 let own_copy = r == me && shift == Vector3::zeros();
                 if !own_copy && super::domain::distance_to_box(&p, &domain.rank_box(r)) <= ri + rmax[r] + extra {
-                    sends.push((r, i, shift));
+                    sends.push((r, i, shift, periods));
                 }
             }
         }
@@ -113,8 +119,9 @@ pub fn borders(
         offset,
         global_index: (0..n_owned as u64).map(|i| offset + i).collect(),
         sends,
+        shear: periodic.and_then(|p| p.shear.map(|s| (s.flow, p.shear_speed(), time))),
     };
-    let (ghosts, index) = send_ghosts(comm, bodies, &layout);
+    let (ghosts, index) = send_ghosts(comm, bodies, &layout, time);
     bodies.reserve_exact(ghosts.len());
     for i in 0..ghosts.len() {
         bodies.push(body_from_row(&ghosts, i));
@@ -124,24 +131,30 @@ pub fn borders(
 }
 
 /// Refreshes the ghosts' state from their owners along the existing lists
-/// (same ghosts, same order).
-pub fn forward(comm: &Comm, bodies: &mut Bodies, layout: &Layout) {
-    let (ghosts, _) = send_ghosts(comm, bodies, layout);
+/// (same ghosts, same order) at `time` (a Lees–Edwards image's offset).
+pub fn forward(comm: &Comm, bodies: &mut Bodies, layout: &Layout, time: f64) {
+    let (ghosts, _) = send_ghosts(comm, bodies, layout, time);
     assert_eq!(ghosts.len(), bodies.len() - layout.n_owned, "ghost lists changed without borders()");
     for k in 0..ghosts.len() {
         bodies.set(layout.n_owned + k, body_from_row(&ghosts, k));
     }
 }
 
-fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout) -> (FlatRecords, FlatRecords) {
+fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout, time: f64) -> (FlatRecords, FlatRecords) {
     let mut recs = FlatRecords::new(BODY_NU, BODY_NF);
     let mut index = FlatRecords::new(0, 0);
-    let dest: Vec<usize> = layout.sends.iter().map(|&(r, _, _)| r).collect();
-    for &(_, i, shift) in &layout.sends {
+    let dest: Vec<usize> = layout.sends.iter().map(|&(r, _, _, _)| r).collect();
+    for &(_, i, shift, periods) in &layout.sends {
         push_body(&mut recs, bodies, i);
         let row = recs.f.len() - BODY_NF;
         for a in 0..3 {
             recs.f[row + a] += shift[a];
+        }
+        // A Lees–Edwards image: moved on with the offset since the shift
+        // was made, and at the images' speed (velocity at f[7..10]).
+        if let (Some((flow, speed, built)), true) = (layout.shear, periods != 0) {
+            recs.f[row + flow] += periods as f64 * speed * (time - built);
+            recs.f[row + 7 + flow] += periods as f64 * speed;
         }
         index.push(layout.global_index[i], &[], &[]);
     }
@@ -155,8 +168,8 @@ fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout) -> (FlatRecords, F
 /// incremental DOFs at every residual evaluation.
 pub fn forward_values(comm: &Comm, layout: &Layout, owned: &[f64], width: usize) -> Vec<f64> {
     let mut recs = FlatRecords::new(0, width);
-    let dest: Vec<usize> = layout.sends.iter().map(|&(r, _, _)| r).collect();
-    for &(_, i, _) in &layout.sends {
+    let dest: Vec<usize> = layout.sends.iter().map(|&(r, _, _, _)| r).collect();
+    for &(_, i, _, _) in &layout.sends {
         recs.push(layout.global_index[i], &[], &owned[width * i..width * (i + 1)]);
     }
     let got = send_to(comm, &recs, &dest);

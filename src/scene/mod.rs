@@ -48,6 +48,89 @@ pub enum WallMotion {
     /// point(t) piecewise linear through (0, point(0)) and these (t_k, x_k),
     /// t_k increasing; constant after the last.
     Path(Vec<(f64, Vector3<f64>)>),
+    /// Stress control: the wall moves along its normal at a speed the World
+    /// sets after each step from its measured reaction ([`Servo::control`]).
+    Servo(Servo),
+}
+
+/// What a servo wall holds: a normal force, or a normal stress over the
+/// cell's cross-section.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ServoTarget {
+    /// N, the compressive force the bodies exert on the wall.
+    Force(f64),
+    /// Pa, that force divided by the cell's cross-section normal to the wall.
+    Stress(f64),
+}
+
+/// A stress-controlled wall (`[[wall]] servo_*`): its settings and where it
+/// is, `point(t) = anchor + speed (t − since) n` from the last control.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Servo {
+    pub target: ServoTarget,
+    /// Dimensionless gain g of the control law.
+    pub gain: f64,
+    /// Largest speed of the wall, m/s.
+    pub max_speed: f64,
+    /// The target grows linearly from 0 at t = 0 to its full value at this time, s.
+    pub ramp: f64,
+    /// The point at `since` and the speed along the normal from then on.
+    pub anchor: Vector3<f64>,
+    pub since: f64,
+    pub speed: f64,
+    /// The gain's present scale s (in [`Servo::MIN_SCALE`], 1]) and the
+    /// relative error of the last control.
+    pub scale: f64,
+    pub error: f64,
+}
+
+impl Servo {
+    pub fn new(target: ServoTarget, gain: f64, max_speed: f64, ramp: f64, point: Vector3<f64>) -> Self {
+        Self { target, gain, max_speed, ramp, anchor: point, since: 0.0, speed: 0.0, scale: 1.0, error: 0.0 }
+    }
+
+    /// The smallest scale of the gain.
+    pub const MIN_SCALE: f64 = 1e-6;
+    /// The scale's growth per control without a change of sign of the error.
+    pub const SCALE_GROWTH: f64 = 1.01;
+
+    /// The target force at time `t` with the cross-section `area` (m²).
+    pub fn target_force(&self, t: f64, area: f64) -> f64 {
+        let full = match self.target {
+            ServoTarget::Force(f) => f,
+            ServoTarget::Stress(s) => s * area,
+        };
+        if self.ramp > 0.0 && t < self.ramp {
+            full * t / self.ramp
+        } else {
+            full
+        }
+    }
+
+    /// The control law, applied after each step at time `t` with `measured`
+    /// the compressive force the bodies exert on the wall (N) and `target`
+    /// the force to hold: with the relative error e = (target − measured) /
+    /// target the wall moves towards the bodies (along its normal) at
+    ///
+    /// speed = max_speed · clamp(gain · s · e, −1, 1)
+    ///
+    /// from `point` on: far from the target at `max_speed`, within 1/(gain s)
+    /// of it in proportion to the error, and at the target it stops. For a
+    /// pack of stiffness K against the wall (N/m) the proportional law is
+    /// stable when gain · s · max_speed · Δt · K / target < 2, without
+    /// overshoot below 1; K is not known beforehand and grows as a pack
+    /// densifies, so the scale s adapts: halved whenever e changes sign (an
+    /// overshoot), grown by 1 % per control otherwise, within [1e-6, 1].
+    /// The wall then settles wherever the proportional law alone would
+    /// oscillate (the rigid contacts of cd make K unbounded).
+    pub fn control(&mut self, t: f64, point: Vector3<f64>, measured: f64, target: f64) {
+        let e = if target != 0.0 { (target - measured) / target.abs() } else { -measured.signum() };
+        self.scale = if e * self.error < 0.0 { 0.5 * self.scale } else { Self::SCALE_GROWTH * self.scale }.clamp(Self::MIN_SCALE, 1.0);
+        self.error = e;
+        self.anchor = point;
+        self.since = t;
+        self.speed = self.max_speed * (self.gain * self.scale * e).clamp(-1.0, 1.0);
+    }
 }
 
 /// An infinite plane; bodies stay on the side the normal points to.
@@ -88,6 +171,7 @@ impl Wall {
                 }
                 x0
             }
+            WallMotion::Servo(s) => s.anchor + self.normal * (s.speed * (t - s.since)),
         }
     }
 
@@ -414,47 +498,164 @@ pub struct Periodic {
     pub lo: Vector3<f64>,
     pub hi: Vector3<f64>,
     pub axes: [bool; 3],
+    /// Lees–Edwards simple shear, if any.
+    pub shear: Option<LeesEdwards>,
+}
+
+/// Lees–Edwards boundaries: the images across the `gradient` axis's period
+/// are shifted along the `flow` axis by ±γ̇ L t (L the gradient axis's
+/// period) and move along it at ±γ̇ L: a homogeneous simple shear
+/// v_flow = γ̇ x_gradient of the periodic cell. Both axes are periodic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LeesEdwards {
+    pub flow: usize,
+    pub gradient: usize,
+    /// γ̇, 1/s.
+    pub rate: f64,
+}
+
+/// A periodic image of a body: its shift at the time the image was made,
+/// and how many gradient periods it is away (−1, 0, 1: the Lees–Edwards
+/// offset and velocity it carries).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Image {
+    pub shift: Vector3<f64>,
+    pub periods: i32,
 }
 
 impl Periodic {
+    /// A plain periodic box (no shear).
+    pub fn new(lo: Vector3<f64>, hi: Vector3<f64>, axes: [bool; 3]) -> Self {
+        Self { lo, hi, axes, shear: None }
+    }
+
+    fn period(&self, a: usize) -> f64 {
+        self.hi[a] - self.lo[a]
+    }
+
+    /// The image one gradient period up moves along the flow axis at this
+    /// speed relative to the body (γ̇ L; 0 without shear), m/s.
+    pub fn shear_speed(&self) -> f64 {
+        self.shear.map_or(0.0, |s| s.rate * self.period(s.gradient))
+    }
+
+    /// The unwrapped Lees–Edwards offset at time `t`: γ̇ L t, m.
+    pub fn shear_offset(&self, t: f64) -> f64 {
+        self.shear_speed() * t
+    }
+
     /// `p` moved into [lo, hi) on the periodic axes.
     pub fn wrap(&self, p: &Vector3<f64>) -> Vector3<f64> {
-        let mut q = *p;
+        self.wrap_state(p, &Vector3::zeros(), 0.0).0
+    }
+
+    /// A body's position and velocity moved into [lo, hi) on the periodic
+    /// axes at time `t`: across the gradient axis of a Lees–Edwards cell
+    /// it also moves by the offset along the flow axis and takes the
+    /// images' velocity there.
+    pub fn wrap_state(&self, p: &Vector3<f64>, v: &Vector3<f64>, t: f64) -> (Vector3<f64>, Vector3<f64>) {
+        let (mut q, mut w) = (*p, *v);
+        if let Some(s) = self.shear {
+            let n = ((q[s.gradient] - self.lo[s.gradient]) / self.period(s.gradient)).floor();
+            q[s.gradient] -= n * self.period(s.gradient);
+            q[s.flow] -= n * self.shear_offset(t);
+            w[s.flow] -= n * self.shear_speed();
+        }
         for a in 0..3 {
             if self.axes[a] {
-                let l = self.hi[a] - self.lo[a];
+                let l = self.period(a);
                 q[a] = self.lo[a] + (q[a] - self.lo[a]).rem_euclid(l);
             }
         }
-        q
+        (q, w)
     }
 
     /// Non-zero shifts by ± the period that bring `p` within `reach` of the
     /// box on the other side (an image is needed there).
     pub fn image_shifts(&self, p: &Vector3<f64>, reach: f64) -> Vec<Vector3<f64>> {
-        let mut per_axis: [Vec<f64>; 3] = [vec![0.0], vec![0.0], vec![0.0]];
-        for a in 0..3 {
+        self.images(p, reach, 0.0).into_iter().map(|i| i.shift).collect()
+    }
+
+    /// The images of a body at `p` (in the box) that come within `reach`
+    /// of the box at time `t`: by ± a period on each axis near a face; an
+    /// image across the gradient axis of a Lees–Edwards cell is first moved
+    /// by the offset along the flow axis (and back into the box there), and
+    /// then, like any body, also imaged across the flow axis's faces.
+    pub fn images(&self, p: &Vector3<f64>, reach: f64, t: f64) -> Vec<Image> {
+        let near = |q: &Vector3<f64>, a: usize| {
+            let mut s = vec![0.0];
             if self.axes[a] {
-                let l = self.hi[a] - self.lo[a];
-                if p[a] - self.lo[a] < reach {
-                    per_axis[a].push(l);
+                if q[a] - self.lo[a] < reach {
+                    s.push(self.period(a));
                 }
-                if self.hi[a] - p[a] < reach {
-                    per_axis[a].push(-l);
+                if self.hi[a] - q[a] < reach {
+                    s.push(-self.period(a));
                 }
             }
-        }
+            s
+        };
         let mut out = Vec::new();
-        for &x in &per_axis[0] {
-            for &y in &per_axis[1] {
-                for &z in &per_axis[2] {
-                    if x != 0.0 || y != 0.0 || z != 0.0 {
-                        out.push(Vector3::new(x, y, z));
+        let Some(s) = self.shear else {
+            for x in near(p, 0) {
+                for y in near(p, 1) {
+                    for z in near(p, 2) {
+                        if x != 0.0 || y != 0.0 || z != 0.0 {
+                            out.push(Image { shift: Vector3::new(x, y, z), periods: 0 });
+                        }
+                    }
+                }
+            }
+            return out;
+        };
+        // The gradient axis first.
+        let first = s.gradient;
+        for sg in near(p, first) {
+            let mut base = *p;
+            base[first] += sg;
+            let periods = (sg / self.period(first)).round() as i32;
+            {
+                // The image a period up sits ahead by the offset along the
+                // flow axis (one down, behind), then back in the box there.
+                base[s.flow] += periods as f64 * self.shear_offset(t);
+                let l = self.period(s.flow);
+                base[s.flow] = self.lo[s.flow] + (base[s.flow] - self.lo[s.flow]).rem_euclid(l);
+            }
+            let others: Vec<usize> = (0..3).filter(|&a| a != first).collect();
+            for s0 in near(&base, others[0]) {
+                for s1 in near(&base, others[1]) {
+                    let mut q = base;
+                    q[others[0]] += s0;
+                    q[others[1]] += s1;
+                    let shift = q - p;
+                    if shift != Vector3::zeros() {
+                        out.push(Image { shift, periods });
                     }
                 }
             }
         }
         out
+    }
+}
+
+/// `[measure]`: the lab measurements written per frame and in summary.json.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeasureSettings {
+    /// The box measured in (lo, hi): bodies whose centre is inside. None:
+    /// the cell (periodic axes, the innermost axis-aligned walls, else the
+    /// bodies' extent), every free body.
+    pub region: Option<(Vector3<f64>, Vector3<f64>)>,
+    /// A free body with fewer force-carrying contacts than this is a
+    /// rattler (removed again and again until none is left).
+    pub rattler_contacts: u32,
+    /// The stress ratio: None for q/p; Some((a, b)) for σ_ab / σ_bb (flow
+    /// along axis a, gradient along b: a shear cell's τ/σ_n).
+    pub shear: Option<(usize, usize)>,
+}
+
+impl MeasureSettings {
+    /// The cell, every free body, q/p, rattlers by the frictionless rule d + 1.
+    pub fn new(dim: u8) -> Self {
+        Self { region: None, rattler_contacts: dim as u32 + 1, shear: None }
     }
 }
 
@@ -521,6 +722,8 @@ pub struct Scene {
     pub stiffness_pairs: Vec<((u32, u32), f64)>,
     /// External loads on single bodies (solver = "dem"), at most one per body.
     pub loads: Vec<Load>,
+    /// `[measure]`.
+    pub measure: MeasureSettings,
     /// The resolved configuration as TOML (overrides applied), kept in outputs.
     pub config_text: String,
     /// The run these outputs belong to (frames.h5, checkpoints): made by

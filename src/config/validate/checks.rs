@@ -94,7 +94,25 @@ pub(super) fn periodic(
             }
         }
     }
-    Ok(Some(crate::scene::Periodic { lo, hi, axes: cfg.periodic }))
+    let mut periodic = crate::scene::Periodic::new(lo, hi, cfg.periodic);
+    periodic.shear = match (&cfg.lees_edwards, cfg.shear_rate) {
+        (None, None) => None,
+        (Some(_), None) => return Err(c.err("parallel.shear_rate", "is required with lees_edwards")),
+        (None, Some(_)) => return Err(c.err("parallel.lees_edwards", "is required with shear_rate (the flow and gradient axes, e.g. \"xz\")")),
+        (Some(axes), Some(rate)) => {
+            let v: Vec<Option<usize>> = axes.chars().map(|ch| "xyz".find(ch)).collect();
+            match v.as_slice() {
+                [Some(f), Some(g)] if f != g && cfg.periodic[*f] && cfg.periodic[*g] => {
+                    if !rate.is_finite() {
+                        return Err(c.err("parallel.shear_rate", format!("must be a finite number, got {rate}")));
+                    }
+                    Some(crate::scene::LeesEdwards { flow: *f, gradient: *g, rate })
+                }
+                _ => return Err(c.err("parallel.lees_edwards", format!("must name two different periodic axes, flow then gradient (e.g. \"xz\"), got \"{axes}\""))),
+            }
+        }
+    };
+    Ok(Some(periodic))
 }
 
 /// Refuses spheres that interpenetrate each other or a wall at the start

@@ -12,7 +12,7 @@ use super::schema::*;
 use super::{ConfigError, Ignored};
 use crate::body::{Bodies, Body, Shape};
 use crate::scene::sources::Source;
-use crate::scene::{ContactSettings, Material, Output, Scene, Simulation, Wall, WallMotion};
+use crate::scene::{ContactSettings, Material, MeasureSettings, Output, Scene, Servo, ServoTarget, Simulation, Wall, WallMotion};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use shapes::Names;
 
@@ -79,6 +79,10 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<(Scene, Vec
     let owned = solvers::owned(&c, &cfg, &simulation, &contact, &start)?;
     let loads = checks::loads(&c, &cfg.load, &simulation, &bodies, &sources)?;
     let periodic = checks::periodic(&c, &cfg.parallel, &bodies, &shapes, &contact, &sources)?;
+    if periodic.as_ref().is_some_and(|p| p.shear.is_some()) && simulation.solver == crate::scene::SolverKind::Dem {
+        return Err(c.err("parallel.lees_edwards", "is not supported by solver \"dem\" (use cd or compatible-cd)"));
+    }
+    let measure = measure(&c, &cfg.measure, simulation.dim)?;
     let ignored = ignored::ignored(&c, &cfg, &config_text);
     let scene = Scene {
         simulation,
@@ -97,6 +101,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<(Scene, Vec
         compat: owned.compat,
         stiffness_pairs: owned.stiffness_pairs,
         loads,
+        measure,
         config_text,
         run_id: String::new(),
     };
@@ -197,7 +202,13 @@ fn walls(c: &Ctx, cfg: &Config, names: &Names) -> Result<Vec<Wall>, ConfigError>
             return Err(c.err(key("normal"), "must not be zero"));
         }
         let point = c.finite3(&key("point"), w.point)?;
+        let n = n.normalize();
+        let servo = servo(c, i, w, &n, point)?;
         let motion = match (&w.velocity, &w.path) {
+            _ if servo.is_some() && (w.velocity.is_some() || w.path.is_some()) => {
+                return Err(c.err(key(if w.velocity.is_some() { "velocity" } else { "path" }), "a servo wall moves by its control: give no velocity or path"))
+            }
+            _ if servo.is_some() => WallMotion::Servo(servo.expect("checked")),
             (Some(_), Some(_)) => return Err(c.err(key("path"), "give either velocity or path, not both")),
             (Some(v), None) => WallMotion::Velocity(c.finite3(&key("velocity"), *v)?),
             (None, Some(path)) => {
@@ -218,7 +229,7 @@ fn walls(c: &Ctx, cfg: &Config, names: &Names) -> Result<Vec<Wall>, ConfigError>
             point,
             origin: point,
             motion,
-            normal: n.normalize(),
+            normal: n,
             material: names.material(key("material"), &w.material)?,
             until: match w.until {
                 Some(t) => c.non_negative(&key("until"), t)?,
@@ -228,6 +239,73 @@ fn walls(c: &Ctx, cfg: &Config, names: &Names) -> Result<Vec<Wall>, ConfigError>
         });
     }
     Ok(walls)
+}
+
+/// A wall's stress control (`servo_*` keys), if it has a target.
+fn servo(c: &Ctx, i: usize, w: &WallCfg, n: &Vector3<f64>, point: Vector3<f64>) -> Result<Option<Servo>, ConfigError> {
+    let key = |f: &str| format!("wall[{i}].{f}");
+    let target = match (w.servo_stress, w.servo_force) {
+        (Some(_), Some(_)) => return Err(c.err(key("servo_force"), "give either servo_stress or servo_force, not both")),
+        (Some(s), None) => {
+            if !n.iter().any(|x| (x.abs() - 1.0).abs() < 1e-12) {
+                return Err(c.err(key("normal"), "a wall with servo_stress needs a normal along an axis (the cross-section is the cell's); use servo_force otherwise"));
+            }
+            ServoTarget::Stress(c.positive(&key("servo_stress"), s)?)
+        }
+        (None, Some(f)) => ServoTarget::Force(c.positive(&key("servo_force"), f)?),
+        (None, None) => {
+            for (k, set) in [("servo_gain", w.servo_gain.is_some()), ("servo_max_speed", w.servo_max_speed.is_some()), ("servo_ramp", w.servo_ramp.is_some())] {
+                if set {
+                    return Err(c.err(key(k), "needs servo_stress or servo_force"));
+                }
+            }
+            return Ok(None);
+        }
+    };
+    let Some(v) = w.servo_max_speed else {
+        return Err(c.err(key("servo_max_speed"), "is required with a servo target (the wall's largest speed, m/s)"));
+    };
+    let gain = c.positive(&key("servo_gain"), w.servo_gain.unwrap_or(1.0))?;
+    let ramp = c.non_negative(&key("servo_ramp"), w.servo_ramp.unwrap_or(0.0))?;
+    Ok(Some(Servo::new(target, gain, c.positive(&key("servo_max_speed"), v)?, ramp, point)))
+}
+
+/// `[measure]`.
+fn measure(c: &Ctx, m: &MeasureCfg, dim: u8) -> Result<MeasureSettings, ConfigError> {
+    let mut out = MeasureSettings::new(dim);
+    out.region = match (m.box_min, m.box_max) {
+        (None, None) => None,
+        (Some(lo), Some(hi)) => {
+            let (lo, hi) = (c.finite3("measure.box_min", lo)?, c.finite3("measure.box_max", hi)?);
+            if (0..dim as usize).any(|a| hi[a] <= lo[a]) {
+                return Err(c.err("measure.box_max", format!("must be above box_min on every axis, got {:?} and {:?}", hi.as_slice(), lo.as_slice())));
+            }
+            Some((lo, hi))
+        }
+        (Some(_), None) => return Err(c.err("measure.box_max", "is required with box_min")),
+        (None, Some(_)) => return Err(c.err("measure.box_min", "is required with box_max")),
+    };
+    if let Some(k) = m.rattler_contacts {
+        if k == 0 {
+            return Err(c.err("measure.rattler_contacts", "must be at least 1"));
+        }
+        out.rattler_contacts = k;
+    }
+    if let Some(r) = &m.stress_ratio {
+        let axis = |ch: char| "xyz".find(ch).filter(|&a| a < dim as usize);
+        out.shear = match r.as_str() {
+            "q/p" => None,
+            s if s.chars().count() == 2 => {
+                let v: Vec<Option<usize>> = s.chars().map(axis).collect();
+                match (v[0], v[1]) {
+                    (Some(a), Some(b)) if a != b => Some((a, b)),
+                    _ => return Err(c.err("measure.stress_ratio", format!("must be \"q/p\" or two different axes such as \"xz\", got \"{r}\""))),
+                }
+            }
+            _ => return Err(c.err("measure.stress_ratio", format!("must be \"q/p\" or two different axes such as \"xz\", got \"{r}\""))),
+        };
+    }
+    Ok(out)
 }
 
 /// `[output]`.
