@@ -208,6 +208,46 @@ fn a_servo_wall_holds_its_stress_at_rest() {
     assert!((lids[0] - lids[1]).abs() <= 1e-9, "the lid rests at {} on 1 rank, {} on 2", lids[0], lids[1]);
 }
 
+/// Stress control under cd: a plate body free only along z (`dofs`) and
+/// loaded with F = σ A (σ = 10 kPa on its 0.4 m × 0.4 m face) presses the
+/// eight spheres of the servo box; at rest it lies on them (its bottom at
+/// the spheres' tops, 0.4 m), and the floor carries F, the plate's weight
+/// and the spheres', on 1 and 2 ranks.
+#[test]
+fn under_cd_a_loaded_plate_body_holds_its_stress_at_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sigma, area) = (1e4, 0.4 * 0.4);
+    let force = sigma * area;
+    let text = common::Spheres::new("cd", 0.3, 1e-3, [0.0, 0.0, -9.81], 0.1)
+        .lattice([0.102, 0.102, 0.102], [2, 2, 2], 0.002, [0.0; 3])
+        .ground()
+        .with("[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [1.0, 0.0, 0.0]\n")
+        .with("[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n")
+        .with("[[wall]]\npoint = [0.406, 0.406, 0.0]\nnormal = [-1.0, 0.0, 0.0]\n")
+        .with("[[wall]]\npoint = [0.406, 0.406, 0.0]\nnormal = [0.0, -1.0, 0.0]\n")
+        .with("[[shape]]\nname = \"plate\"\nkind = \"box\"\nsize = [0.4, 0.4, 0.02]\n")
+        .with("[[body]]\nshape = \"plate\"\nposition = [0.203, 0.203, 0.416]\ndofs = [\"z\"]\n")
+        .with(&format!("[[load]]\nbody = 0\nforce = [0.0, 0.0, {:?}]\n", -force))
+        .with("[contact]\ndistance = 0.01\n\n[solver]\ntolerance = 1e-10\n")
+        .output("every = 50\nthermo_every = 100")
+        .toml();
+    let g = 9.81;
+    let spheres = 8.0 * 1000.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.1f64.powi(3) * g;
+    let plate = 1000.0 * area * 0.02 * g;
+    for np in [1, 2] {
+        let (out, log) = common::run_config(np, tmp.path(), "plate-cd", &text);
+        let fr = common::frames::frames(&out);
+        let last = fr.last().unwrap();
+        // Body 0 is the plate (explicit bodies first).
+        let (z, v) = (last.pos[0][2], last.vel[0]);
+        assert!((z - 0.41).abs() <= 1e-9, "np {np}: the plate rests at z = {z}, not on the spheres' tops\n{log}");
+        assert!(v.iter().all(|x| x.abs() <= 1e-9) && last.pos[0][0] == 0.203 && last.pos[0][1] == 0.203, "np {np}: the plate moves: v = {v:?}, at {:?}", last.pos[0]);
+        let floor = common::reactions(&out).into_iter().find(|r| r.0 == 1u64 << 63).unwrap().1;
+        let want = force + plate + spheres;
+        assert!((-floor[2] - want).abs() <= 1e-6 * want, "np {np}: the floor carries {} N, not F + weights = {want} N", -floor[2]);
+    }
+}
+
 /// A run stopped at a checkpoint and restarted ends where the run without
 /// the stop ends: the servo's motion is in the checkpoint.
 #[test]
@@ -285,7 +325,8 @@ fn bad_lab_settings_are_one_line_naming_the_key() {
     let tmp = tempfile::tempdir().unwrap();
     let lid = "[[wall]]\npoint = [0.0, 0.0, 1.0]\nnormal = [0.0, 0.0, -1.0]\n";
     let periodic = "[parallel]\nperiodic = [true, true, true]\nbox_min = [-1.0, -1.0, -1.0]\nbox_max = [1.0, 1.0, 2.0]\n";
-    let cases: [(&str, String, &str); 7] = [
+    let plate = |dofs: &str| format!("[[body]]\nshape = \"s\"\nposition = [0.0, 0.0, 2.0]\ndofs = {dofs}\n");
+    let cases: [(&str, String, &str); 10] = [
         ("cd", format!("{lid}servo_stress = 1e3\n"), "wall[1].servo_max_speed"),
         ("cd", "[[wall]]\npoint = [0.0, 0.0, 1.0]\nnormal = [0.0, 1.0, -1.0]\nservo_stress = 1e3\nservo_max_speed = 0.1\n".into(), "wall[1].normal"),
         ("cd", format!("{lid}servo_force = 1.0\nservo_stress = 1e3\nservo_max_speed = 0.1\n"), "wall[1].servo_force"),
@@ -293,6 +334,9 @@ fn bad_lab_settings_are_one_line_naming_the_key() {
         ("cd", "[measure]\nstress_ratio = \"xx\"\n".into(), "measure.stress_ratio"),
         ("dem", format!("{periodic}lees_edwards = \"xz\"\nshear_rate = 1.0\n"), "parallel.lees_edwards"),
         ("cd", format!("{periodic}lees_edwards = \"xw\"\nshear_rate = 1.0\n"), "parallel.lees_edwards"),
+        ("cd", plate("[\"z\", \"w\"]"), "body[1].dofs"),
+        ("cd", plate("[]"), "body[1].dofs"),
+        ("cd", plate("[\"z\"]") + "velocity = [1.0, 0.0, 0.0]\n", "body[1].velocity"),
     ];
     for (k, (solver, extra, key)) in cases.iter().enumerate() {
         let text = common::Spheres::new(solver, 0.1, 1e-3, [0.0; 3], 0.1).body([0.0, 0.0, 0.5]).ground().with(extra).toml();

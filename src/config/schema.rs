@@ -444,6 +444,12 @@ pub struct BodyCfg {
     /// A fixed body never moves; the contact forces on it are its reaction.
     #[serde(default)]
     pub fixed: bool,
+    /// The degrees of freedom that move, in the world frame: any of "x",
+    /// "y", "z" (translations) and "rx", "ry", "rz" (rotations). A loaded
+    /// piston or plate that holds a stress on a pack: `dofs = ["z"]` with a
+    /// `[[load]]`. Default: all six (in 2D: x, y, rz).
+    #[schemars(extend("x-default" = "all"))]
+    pub dofs: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

@@ -168,14 +168,48 @@ fn explicit_bodies(
             }
             body.orientation = UnitQuaternion::from_quaternion(q);
         }
+        if let Some(dofs) = &b.dofs {
+            body.dof_mask = dof_mask(c, &key("dofs"), dofs, b.fixed, simulation.dim)?;
+        }
         if !b.fixed {
             body.velocity = c.finite3(&key("velocity"), b.velocity)?;
             body.angular_velocity = c.finite3(&key("angular_velocity"), b.angular_velocity)?;
+            for k in 0..3 {
+                if !crate::body::dof_free(body.dof_mask, k) && body.velocity[k] != 0.0 || !crate::body::dof_free(body.dof_mask, 3 + k) && body.angular_velocity[k] != 0.0 {
+                    return Err(c.err(key("velocity"), "a body's initial velocity must lie along its free `dofs`"));
+                }
+            }
         }
         bodies.push(body);
         origin.push(format!("body[{i}]"));
     }
     Ok((bodies, origin))
+}
+
+/// `[[body]] dofs` -> the mask of free DOFs: known names, no repeats, not
+/// empty (that is `fixed = true`), not with `fixed`, and in 2D only x, y, rz.
+fn dof_mask(c: &Ctx, key: &str, dofs: &[String], fixed: bool, dim: u8) -> Result<crate::body::DofMask, ConfigError> {
+    const NAMES: [&str; 6] = ["x", "y", "z", "rx", "ry", "rz"];
+    if fixed {
+        return Err(c.err(key, "a fixed body has no free dofs: give `fixed = true` or `dofs`, not both"));
+    }
+    if dofs.is_empty() {
+        return Err(c.err(key, "is empty: a body that does not move is `fixed = true`"));
+    }
+    let mut mask = 0;
+    for d in dofs {
+        let Some(k) = NAMES.iter().position(|n| n == d) else {
+            return Err(c.err(key, format!("unknown dof \"{d}\" (one of \"x\", \"y\", \"z\", \"rx\", \"ry\", \"rz\")")));
+        };
+        if mask & (1 << k) != 0 {
+            return Err(c.err(key, format!("\"{d}\" is listed twice")));
+        }
+        mask |= 1 << k;
+    }
+    if dim == 2 && mask & !crate::body::DOF_2D != 0 {
+        return Err(c.err(key, "a 2D scene moves bodies only along x, y and about rz"));
+    }
+    Ok(mask)
 }
 
 /// A scene has bodies, and in 2D they lie and move in the x-y plane.
