@@ -219,9 +219,6 @@ fn with_load(load: &str) -> String {
 
 #[test]
 fn load_errors() {
-    // only with solver = "dem"
-    let cd = format!("{GOOD}\n[[load]]\nbody = 0\nforce = [1.0, 0.0, 0.0]\n");
-    expect_error(&cd, &[], "load[0]");
     // unknown body, no load at all, unknown key, bad values, reversed ramp
     expect_error(&with_load("body = 2\nforce = [1.0, 0.0, 0.0]"), &[], "load[0].body");
     expect_error(&with_load("body = 0"), &[], "load[0]");

@@ -265,8 +265,8 @@ fn generate() -> String {
          value taken when the key is left out: `required` keys must be given, `none` \
          means the feature is off unless given. *Solvers* names the solvers that read \
          the key: a table or key that the scene's solver does not read is not an error, \
-         the run prints one `is ignored by solver` warning line for it (a `[[load]]` \
-         or friction under compatible-cd is an error). An unknown key is an error. Any key can be overridden on the command line, \
+         the run prints one `is ignored by solver` warning line for it (friction \
+         under compatible-cd is an error). An unknown key is an error. Any key can be overridden on the command line, \
          `--set dem.gbar=1e-4`, `--set 'generate[0].count=[10, 10, 10]'`.\n\n",
     );
     s.push_str("Tables: ");
@@ -533,7 +533,7 @@ fn check_scene(solver: &str, material: &str, extra: &str) -> (bool, String) {
 /// the program says it too, by warning that the others ignore it. Every
 /// table and key whose solvers are not all three is set in a scene under
 /// each solver: the solvers named must not warn about it, the others must
-/// (a `[[load]]` or friction under compatible-cd is refused instead).
+/// (friction under compatible-cd is refused instead).
 #[test]
 fn the_solvers_column_agrees_with_the_ignored_warnings() {
     // (table or key, material lines, extra TOML, what the warning names)
@@ -543,7 +543,6 @@ fn the_solvers_column_agrees_with_the_ignored_warnings() {
             "compatibility" => ("", "[compatibility]\np = 3.0", "compatibility"),
             "compatibility.stiffness" => ("", "[dem]\npair_stiffness = true\n\n[[compatibility.stiffness]]\nmaterials = [\"m\", \"m\"]\nk = 2.0", "compatibility"),
             "dem" => ("", "[dem]\ngbar = 0.01", "[dem]"),
-            "load" => ("", "[[load]]\nbody = 0\nforce = [1.0, 0.0, 0.0]", "load"),
             "material.friction" => ("friction = 0.5", "", "material[0].friction"),
             "material.friction_dynamic" => ("friction_dynamic = 0.5", "", "material[0].friction_dynamic"),
             "material.restitution" => ("restitution = 0.5", "", "material[0].restitution"),
@@ -568,7 +567,7 @@ fn the_solvers_column_agrees_with_the_ignored_warnings() {
                 let warned = out.lines().any(|l| l.contains("is ignored by solver") && l.contains(named));
                 if readers.iter().any(|r| r == solver) {
                     assert!(ok && !warned, "{path} under {solver} (listed as a reader): {out}");
-                } else if path == "load" || path.starts_with("material.friction") {
+                } else if path.starts_with("material.friction") {
                     assert!(solver == "compatible-cd" && !ok && out.contains(named), "{path} under {solver}: {out}");
                 } else {
                     assert!(ok && warned, "{path} under {solver} (not a reader) gives no warning naming {named}: {out}");
@@ -577,5 +576,5 @@ fn the_solvers_column_agrees_with_the_ignored_warnings() {
             }
         }
     }
-    assert!(checked >= 24, "only {checked} cases");
+    assert!(checked >= 21, "only {checked} cases");
 }

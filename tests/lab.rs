@@ -208,13 +208,14 @@ fn a_servo_wall_holds_its_stress_at_rest() {
     assert!((lids[0] - lids[1]).abs() <= 1e-9, "the lid rests at {} on 1 rank, {} on 2", lids[0], lids[1]);
 }
 
-/// Stress control under cd: a plate body free only along z (`dofs`) and
-/// loaded with F = σ A (σ = 10 kPa on its 0.4 m × 0.4 m face) presses the
-/// eight spheres of the servo box; at rest it lies on them (its bottom at
-/// the spheres' tops, 0.4 m), and the floor carries F, the plate's weight
-/// and the spheres', on 1 and 2 ranks.
+/// Stress control under cd and compatible-cd: a plate body free only along
+/// z (`dofs`) and loaded with F = σ A (σ = 10 kPa on its 0.4 m × 0.4 m
+/// face) presses the eight spheres of the servo box; at rest it lies on
+/// them (its bottom at the spheres' tops, 0.4 m), and the floor carries F,
+/// the plate's weight and the spheres' (cd on 1 and 2 ranks, compatible-cd
+/// on 2, whose reactions are its compatible forces).
 #[test]
-fn under_cd_a_loaded_plate_body_holds_its_stress_at_rest() {
+fn under_cd_and_compatible_cd_a_loaded_plate_body_holds_its_stress_at_rest() {
     let tmp = tempfile::tempdir().unwrap();
     let (sigma, area) = (1e4, 0.4 * 0.4);
     let force = sigma * area;
@@ -234,8 +235,9 @@ fn under_cd_a_loaded_plate_body_holds_its_stress_at_rest() {
     let g = 9.81;
     let spheres = 8.0 * 1000.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.1f64.powi(3) * g;
     let plate = 1000.0 * area * 0.02 * g;
-    for np in [1, 2] {
-        let (out, log) = common::run_config(np, tmp.path(), "plate-cd", &text);
+    for (solver, np) in [("cd", 1), ("cd", 2), ("compatible-cd", 2)] {
+        let text = text.replace("solver = \"cd\"", &format!("solver = \"{solver}\""));
+        let (out, log) = common::run_config(np, tmp.path(), &format!("plate-{solver}"), &text);
         let fr = common::frames::frames(&out);
         let last = fr.last().unwrap();
         // Body 0 is the plate (explicit bodies first).

@@ -65,13 +65,11 @@ pub struct MeasureCfg {
     pub stress_ratio: Option<String>,
 }
 
-/// `[[load]]` (solver = "dem" or "cd"): an external force at a material
-/// point of a body and/or a moment on it, ramped linearly in time (Gay Neto
-/// & Wriggers §2.3, eqs 23–24). At most one per body, which must move.
-/// Under compatible-cd a load is an error, not a warning.
+/// `[[load]]`: an external force at a material point of a body and/or a
+/// moment on it, ramped linearly in time (Gay Neto & Wriggers §2.3, eqs
+/// 23–24), at the end of each step. At most one per body, which must move.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("x-solvers" = ["cd", "dem"]))]
 pub struct LoadCfg {
     /// Global body id (explicit bodies 0, 1, ... in file order, then the
     /// generated ones).

@@ -659,7 +659,7 @@ impl MeasureSettings {
     }
 }
 
-/// An external load on one body (`[[load]]`, solver = "dem"; Gay Neto &
+/// An external load on one body (`[[load]]`, any solver; Gay Neto &
 /// Wriggers eqs 23–24): a force at a material point and a moment, both
 /// scaled by the ramp [`Load::factor`].
 #[derive(Clone, Debug, PartialEq)]
@@ -720,7 +720,7 @@ pub struct Scene {
     /// `[[compatibility.stiffness]]`: read by compatible-cd and by the DEM
     /// with `[dem] pair_stiffness` (empty under other solvers).
     pub stiffness_pairs: Vec<((u32, u32), f64)>,
-    /// External loads on single bodies (solver = "dem"), at most one per body.
+    /// External loads on single bodies, at most one per body.
     pub loads: Vec<Load>,
     /// `[measure]`.
     pub measure: MeasureSettings,

@@ -4,20 +4,18 @@ use crate::body::{Bodies, Shape};
 use crate::config::schema::{LoadCfg, ParallelCfg};
 use crate::config::ConfigError;
 use crate::scene::sources::{Source, SourceKind};
-use crate::scene::{generate, ContactSettings, Load, Simulation, SolverKind, Wall};
+use crate::scene::{generate, ContactSettings, Load, Simulation, Wall};
 
 /// `[[load]]` entries -> [`Load`]s: the body must exist and move, at most
 /// one load per body, finite values, a ramp that does not run backwards,
-/// and not under compatible-cd (whose compatibility problem has no loads).
+/// under any solver (compatible-cd's F̃ = Bᵀ f_CD takes them in through
+/// the CD step).
 pub(super) fn loads(c: &Ctx, cfg: &[LoadCfg], sim: &Simulation, bodies: &Bodies, sources: &[Source]) -> Result<Vec<Load>, ConfigError> {
     let files = sources.iter().any(|s| s.count.is_none());
     let n = bodies.len() as u64 + sources.iter().filter_map(|s| s.count).sum::<u64>();
     let mut out: Vec<Load> = Vec::new();
     for (i, l) in cfg.iter().enumerate() {
         let key = |f: &str| format!("load[{i}].{f}");
-        if sim.solver == SolverKind::CompatibleCd {
-            return Err(c.err(format!("load[{i}]"), "external loads need solver = \"dem\" or \"cd\", not \"compatible-cd\""));
-        }
         if l.body >= n && !files {
             return Err(c.err(key("body"), format!("no body with id {} (the scene has {n} bodies, ids 0..{})", l.body, n - 1)));
         }
