@@ -260,7 +260,7 @@ impl CdSolver {
                 let slid = history.contact.col(SLIDING);
                 let was: Vec<bool> = (0..nc).map(|i| history.contact.get(&contacts.key(i)).is_some_and(|row| slid.of(row)[0] != 0.0)).collect();
                 let coef = coulomb::Coefficients { mu_s: &mu_s, mu_d: &mu_d, sliding: &was };
-                let scaled = set.scaling == CdScaling::Diagonal;
+                let scaled = set.scaling != CdScaling::None;
                 let out = coulomb::solve(comm, &mut op, &p, &mut f, &coef, set.friction_law, scaled, set.tolerance, set.max_iterations)?;
                 sliding = out.sliding;
                 self.stats.friction_rounds += out.rounds as u64;
@@ -269,7 +269,7 @@ impl CdSolver {
                 match set.method {
                     CdMethod::Apgd => {
                         let c = match set.scaling {
-                            CdScaling::None => op.constraint(Set::Normal),
+                            CdScaling::None | CdScaling::Auto => op.constraint(Set::Normal),
                             CdScaling::Diagonal => op.constraint_scaled(Set::Normal),
                         };
                         apgd::apgd(comm, &mut op, &c, &p, &mut f, set.tolerance, set.max_iterations)?

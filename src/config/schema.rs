@@ -781,12 +781,14 @@ pub struct SolverCfg {
     #[serde(default)]
     #[schemars(with = "String", extend("enum" = ["coulomb", "cone"]))]
     pub friction_law: FrictionLaw,
-    /// APGD: "none" (default; plain gradient steps, which pick the
+    /// APGD's metric: "auto" (default: "diagonal" with friction, "none"
+    /// without), "none" (plain gradient steps, which pick the
     /// minimum-norm-like forces of an indeterminate pack) or "diagonal"
     /// (each contact's step scaled by the inverse of its diagonal entry of
-    /// N: the same motion, other forces where they are not unique).
+    /// N: the same motion in fewer iterations, other forces where they are
+    /// not unique).
     #[serde(default)]
-    #[schemars(with = "String", extend("enum" = ["none", "diagonal"]))]
+    #[schemars(with = "String", extend("enum" = ["auto", "none", "diagonal"]))]
     pub scaling: CdScaling,
 }
 

@@ -364,9 +364,11 @@ pub struct SolverSettings {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CdScaling {
+    /// `diagonal` when a material has friction, `none` otherwise.
+    #[default]
+    Auto,
     /// Plain gradient steps: from f = 0 the minimum-norm-like forces of an
     /// indeterminate pack (olsen-kamrin Fig. 8).
-    #[default]
     None,
     /// Steps scaled by 1/N_cc per contact (Jacobi): the same velocities,
     /// other forces where they are not unique.
