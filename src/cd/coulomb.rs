@@ -96,5 +96,5 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, 
 /// |u_t| of contact `i` from N f and p.
 fn slip_speed(nf: &[f64], p: &[f64], act: &[f64], i: usize) -> f64 {
     let t = |k: usize| (nf[3 * i + k] + p[3 * i + k]) * act[3 * i + k];
-    t(1).hypot(t(2))
+    super::friction::norm2(t(1), t(2))
 }

@@ -135,7 +135,7 @@ fn natural_map(f: [f64; 3], u: [f64; 3], project: impl Fn([f64; 3]) -> [f64; 3])
 /// |f − P_K(f − û)|, û = u + μ|u_t| e_n; zero exactly where (f, u) obey
 /// Signorini and Coulomb with coefficient μ.
 pub fn coulomb_residual(f: [f64; 3], u: [f64; 3], mu: f64) -> f64 {
-    let shifted = [u[0] + mu * u[1].hypot(u[2]), u[1], u[2]];
+    let shifted = [u[0] + mu * norm2(u[1], u[2]), u[1], u[2]];
     natural_map(f, shifted, |z| project_cone(z, mu))
 }
 
@@ -144,9 +144,16 @@ pub fn coulomb_residual_max(x: &[f64], nx: &[f64], p: &[f64], act: &[f64], mu: &
     blocks(x, nx, p, act).zip(mu).map(|((f, u), &mu)| coulomb_residual(f, u, mu)).fold(0.0, f64::max)
 }
 
+/// |(a, b)|: forces and speeds are far from overflow, so no `hypot` (several
+/// times slower, and this runs per contact in every APGD iteration).
+#[inline]
+pub fn norm2(a: f64, b: f64) -> f64 {
+    (a * a + b * b).sqrt()
+}
+
 /// Projection onto {f_n ≥ 0, |f_t| ≤ g}.
 pub fn project_disc(f: [f64; 3], g: f64) -> [f64; 3] {
-    let s = f[1].hypot(f[2]);
+    let s = norm2(f[1], f[2]);
     let k = if s > g { if s > 0.0 { g.max(0.0) / s } else { 0.0 } } else { 1.0 };
     [f[0].max(0.0), f[1] * k, f[2] * k]
 }
@@ -161,7 +168,7 @@ pub fn project_coulomb(f: [f64; 3], mu: f64) -> [f64; 3] {
 
 /// Orthogonal projection onto the cone K_μ = {|f_t| ≤ μ f_n}.
 pub fn project_cone(f: [f64; 3], mu: f64) -> [f64; 3] {
-    let s = f[1].hypot(f[2]);
+    let s = norm2(f[1], f[2]);
     if s <= mu * f[0] {
         f
     } else if mu * s <= -f[0] {
