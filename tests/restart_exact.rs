@@ -23,12 +23,12 @@ fn pile(solver: &str, t_end: f64, dt: f64, extra: &str) -> Spheres {
 }
 
 
-fn check(solver: &str, np: usize, dt: f64, extra: &str) {
+fn check(solver: &str, np: usize, dt: f64, extra: &str, friction: bool) {
     let tmp = tempfile::tempdir().unwrap();
-    // Friction where the solver has it (its tangential history is checked too).
+    // With friction, its tangential history is checked too.
     let text = |t_end: f64, out: &Path| {
         let t = pile(solver, t_end, dt, extra).toml().replace("OUTDIR", &out.display().to_string());
-        if solver == "dem" { t.replace("density = 1000.0", "density = 1000.0\nfriction = 0.5\nfriction_dynamic = 0.4") } else { t }
+        if friction { t.replace("density = 1000.0", "density = 1000.0\nfriction = 0.5\nfriction_dynamic = 0.4") } else { t }
     };
     let (n, t_full) = (100u64, 200.0 * dt);
     let full = tmp.path().join("full");
@@ -55,14 +55,23 @@ fn check(solver: &str, np: usize, dt: f64, extra: &str) {
 #[test]
 fn cd_restarts_bit_for_bit_on_1_and_2_ranks() {
     for np in [1, 2] {
-        check("cd", np, 1e-3, "");
+        check("cd", np, 1e-3, "", false);
+    }
+}
+
+/// Frictional cd: the warm-start tangential forces and the slip flags
+/// (μ_s or μ_d at the next step) are in the checkpoint.
+#[test]
+fn frictional_cd_restarts_bit_for_bit_on_1_and_2_ranks() {
+    for np in [1, 2] {
+        check("cd", np, 1e-3, "", true);
     }
 }
 
 #[test]
 fn compatible_cd_restarts_bit_for_bit_on_1_and_2_ranks() {
     for np in [1, 2] {
-        check("compatible-cd", np, 1e-3, "[compatibility]\nevery = 1\n");
+        check("compatible-cd", np, 1e-3, "[compatibility]\nevery = 1\n", false);
     }
 }
 
@@ -74,6 +83,7 @@ fn dem_restarts_bit_for_bit_on_1_and_2_ranks() {
             np,
             2e-4,
             "[contact]\ndistance = 0.005\n\n[dem]\ngbar = 0.002\nf = 0.5\neps1 = 1.0e5\nn1 = 1.5\nn2 = -2.0\ndamping = 0.2\n",
+            true,
         );
     }
 }
