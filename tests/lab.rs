@@ -170,16 +170,22 @@ fn box_stress_balances_the_wall_reactions() {
     assert!((measure(&s, "coordination") - 4.0).abs() < 1e-12);
 }
 
-/// Eight spheres (2 × 2 × 2) in a box under a lid that holds 10 kPa by
-/// stress control (dem): the lid comes down, overshoots and settles.
-fn servo_box(t_end: f64) -> String {
-    common::Spheres::new("dem", t_end, 1e-3, [0.0, 0.0, -9.81], 0.1)
+/// Eight spheres (r = 0.1 m, 2 × 2 × 2, 2 mm apart) over the floor of an
+/// open 0.406 m box, under `solver`.
+fn eight_in_a_box(solver: &str, t_end: f64) -> common::Spheres {
+    common::Spheres::new(solver, t_end, 1e-3, [0.0, 0.0, -9.81], 0.1)
         .lattice([0.102, 0.102, 0.102], [2, 2, 2], 0.002, [0.0; 3])
         .ground()
         .with("[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [1.0, 0.0, 0.0]\n")
         .with("[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n")
         .with("[[wall]]\npoint = [0.406, 0.406, 0.0]\nnormal = [-1.0, 0.0, 0.0]\n")
         .with("[[wall]]\npoint = [0.406, 0.406, 0.0]\nnormal = [0.0, -1.0, 0.0]\n")
+}
+
+/// The eight spheres under a lid that holds 10 kPa by stress control
+/// (dem): the lid comes down, overshoots and settles.
+fn servo_box(t_end: f64) -> String {
+    eight_in_a_box("dem", t_end)
         .with("[[wall]]\npoint = [0.0, 0.0, 0.41]\nnormal = [0.0, 0.0, -1.0]\nservo_stress = 1e4\nservo_max_speed = 0.05\nservo_gain = 5.0\n")
         .with("[contact]\ndistance = 0.01\n\n[dem]\ngbar = 0.005\nf = 0.5\neps1 = 1.0e6\nn1 = 1.5\nn2 = -2.0\ndamping = 0.5\n")
         .output("every = 100\nthermo_every = 100")
@@ -219,13 +225,7 @@ fn under_cd_and_compatible_cd_a_loaded_plate_body_holds_its_stress_at_rest() {
     let tmp = tempfile::tempdir().unwrap();
     let (sigma, area) = (1e4, 0.4 * 0.4);
     let force = sigma * area;
-    let text = common::Spheres::new("cd", 0.3, 1e-3, [0.0, 0.0, -9.81], 0.1)
-        .lattice([0.102, 0.102, 0.102], [2, 2, 2], 0.002, [0.0; 3])
-        .ground()
-        .with("[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [1.0, 0.0, 0.0]\n")
-        .with("[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n")
-        .with("[[wall]]\npoint = [0.406, 0.406, 0.0]\nnormal = [-1.0, 0.0, 0.0]\n")
-        .with("[[wall]]\npoint = [0.406, 0.406, 0.0]\nnormal = [0.0, -1.0, 0.0]\n")
+    let text = eight_in_a_box("cd", 0.3)
         .with("[[shape]]\nname = \"plate\"\nkind = \"box\"\nsize = [0.4, 0.4, 0.02]\n")
         .with("[[body]]\nshape = \"plate\"\nposition = [0.203, 0.203, 0.416]\ndofs = [\"z\"]\n")
         .with(&format!("[[load]]\nbody = 0\nforce = [0.0, 0.0, {:?}]\n", -force))
