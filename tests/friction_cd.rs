@@ -307,3 +307,37 @@ fn a_sphere_rolls_in_2d_and_a_conveyor_floor_drags_a_cube_up_to_its_speed() {
     eprintln!("conveyor: |v − min(μ_d g t, V)| ≤ {worst:.2e} m/s (caught up at t = {t_catch} s)");
     assert!(worst <= 1e-6 * v_floor, "the cube on the conveyor is off μ_d g t / V by {worst} m/s");
 }
+
+/// Every step's residual is in summary.json, within the threshold when the
+/// solve converged; a step that stops at `max_iterations` says so in one
+/// warning line with its residual, and the run goes on.
+#[test]
+fn each_step_reports_its_residual_and_a_step_short_of_its_tolerance_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = common::Spheres::new("cd", 0.01, 1e-3, [0.0, 0.0, -9.81], 0.01)
+        .material("friction = 0.5")
+        .lattice([-0.03, -0.02, 0.01], [4, 3, 2], 0.0, [0.3, 0.1, -0.2])
+        .ground()
+        .with("[solver]\ntolerance = 1e-9\n")
+        .toml();
+    let (out, _) = common::run_config(1, dir.path(), "ok", &text);
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let res: Vec<f64> = s["solver_residual_per_step"].as_array().unwrap().iter().map(|r| r.as_f64().unwrap()).collect();
+    assert_eq!(res.len(), 10, "a residual per step: {res:?}");
+    assert_eq!(s["cd_steps_not_converged"], 0, "{s}");
+    let short = text.replace("tolerance = 1e-9", "tolerance = 1e-9\nmax_iterations = 2");
+    let out = dir.path().join("out-short");
+    let cfg = dir.path().join("short.toml");
+    std::fs::write(&cfg, short.replace("OUTDIR", &out.display().to_string())).unwrap();
+    let o = common::mpirun(2, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+    assert!(o.status.success(), "a step short of its tolerance stops the run");
+    let log = String::from_utf8_lossy(&o.stderr).into_owned();
+    let warned: Vec<&str> = log.lines().filter(|l| l.contains("cd (coulomb friction) stopped after 2 iterations at residual")).collect();
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let missed = s["cd_steps_not_converged"].as_u64().unwrap();
+    assert!(missed > 0 && warned.len() as u64 == missed, "{missed} steps short of the tolerance, {} warning lines:\n{log}", warned.len());
+    let first: f64 = warned[0].split("at residual ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let step: usize = warned[0].split("step ").nth(1).unwrap().split(':').next().unwrap().parse().unwrap();
+    let res = s["solver_residual_per_step"][step - 1].as_f64().unwrap();
+    assert_eq!(first, res, "the warning's residual is the step's residual in summary.json");
+}
