@@ -219,6 +219,15 @@ fn a_frictional_pile_of_blocks_on_a_slope_comes_to_rest_and_does_not_creep() {
     }
 }
 
+/// 4 × 3 × `layers` touching spheres (r = 1 cm, μ_s = μ_d = 0.5) on the
+/// floor, thrown down and sideways at (0.3, 0.1, −0.2) m/s: 10 steps of cd.
+fn thrown_lattice(layers: u32) -> common::Spheres {
+    common::Spheres::new("cd", 0.01, 1e-3, [0.0, 0.0, -9.81], 0.01)
+        .material("friction = 0.5")
+        .lattice([-0.03, -0.02, 0.01], [4, 3, layers], 0.0, [0.3, 0.1, -0.2])
+        .ground()
+}
+
 /// A frictional pour (μ_s = μ_d = 0.5, 48 spheres in touch thrown down and
 /// sideways onto the floor of a box, so that they land and slide in the
 /// first step): the same contacts on 1, 2 and 3 ranks at each of its first
@@ -230,10 +239,7 @@ fn a_frictional_pile_of_blocks_on_a_slope_comes_to_rest_and_does_not_creep() {
 #[test]
 fn a_frictional_pour_has_the_same_contacts_and_forces_on_1_2_and_3_ranks() {
     let dir = tempfile::tempdir().unwrap();
-    let text = common::Spheres::new("cd", 0.01, 1e-3, [0.0, 0.0, -9.81], 0.01)
-        .material("friction = 0.5\nfriction_dynamic = 0.5")
-        .lattice([-0.03, -0.02, 0.01], [4, 3, 4], 0.0, [0.3, 0.1, -0.2])
-        .ground()
+    let text = thrown_lattice(4)
         .with("[[wall]]\npoint = [-0.04, 0.0, 0.0]\nnormal = [1.0, 0.0, 0.0]\n\n[[wall]]\npoint = [0.05, 0.0, 0.0]\nnormal = [-1.0, 0.0, 0.0]\n\n[solver]\ntolerance = 1e-11\n")
         .every(1)
         .toml();
@@ -314,10 +320,7 @@ fn a_sphere_rolls_in_2d_and_a_conveyor_floor_drags_a_cube_up_to_its_speed() {
 #[test]
 fn each_step_reports_its_residual_and_a_step_short_of_its_tolerance_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let text = common::Spheres::new("cd", 0.01, 1e-3, [0.0, 0.0, -9.81], 0.01)
-        .material("friction = 0.5")
-        .lattice([-0.03, -0.02, 0.01], [4, 3, 2], 0.0, [0.3, 0.1, -0.2])
-        .ground()
+    let text = thrown_lattice(2)
         .with("[solver]\ntolerance = 1e-9\n")
         .toml();
     let (out, _) = common::run_config(1, dir.path(), "ok", &text);

@@ -107,8 +107,14 @@ pub fn external_velocity(scene: &Scene, bodies: &Bodies, n_owned: usize, time: f
             g
         })
         .collect();
-    for l in &scene.loads {
-        if let Some(i) = (0..n_owned).find(|&i| bodies.id[i] == l.body) {
+    if scene.loads.is_empty() {
+        return out;
+    }
+    // Loads by body id (the owner of the body applies it): one lookup per
+    // owned body, not a search of the bodies per load.
+    let loads: std::collections::HashMap<u64, &crate::scene::Load> = scene.loads.iter().map(|l| (l.body, l)).collect();
+    for i in 0..n_owned {
+        if let Some(l) = loads.get(&bodies.id[i]) {
             let s = l.factor(time + dt);
             let force = s * l.force;
             let moment = s * l.moment + (bodies.orientation[i] * l.point).cross(&force);
