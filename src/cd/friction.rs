@@ -67,12 +67,11 @@ pub enum Set {
     Coulomb(Vec<f64>),
 }
 
-/// The feasible set of one solve: `rows` per contact (1 or 3), `act` 1 on
-/// the rows with a non-zero row of B and 0 on the others (their force is
-/// held at zero).
+/// The feasible set of one solve over B's rows (one per contact for
+/// `Normal`, three for the others): `act` 1 on the rows with a non-zero
+/// row of B and 0 on the others (their force is held at zero).
 #[derive(Clone, Debug)]
 pub struct Constraint {
-    pub rows: usize,
     pub act: Vec<f64>,
     pub set: Set,
     /// APGD's metric, per row: the step along row i is s_i × its gradient

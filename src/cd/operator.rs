@@ -298,7 +298,7 @@ impl ContactOperator {
     /// The feasible set `set` over this operator's rows (inactive rows held
     /// at zero).
     pub fn constraint(&self, set: Set) -> Constraint {
-        Constraint { rows: self.rows, act: self.row_act.clone(), set, scale: None }
+        Constraint { act: self.row_act.clone(), set, scale: None }
     }
 
     /// The same set with APGD's metric scaled by 1/N_cc, the inverse of
