@@ -11,12 +11,16 @@
 //! - `--free-load ID` adds a unit vertical load to body ID (which has no
 //!   contact): the problem is then infeasible on that body.
 //! - `--start zero`: Newton from u = 0 instead of the bilateral solve.
+//!
+//! A scene with friction gets the frictional CD step (exact Coulomb) and
+//! the frictional compatible solve (Tresca rounds from zero tangential
+//! history; newton and apgd only), whose line also gives `rounds`.
 use mpi::traits::*;
 use stiffgrain::cd::{apgd, operator::ContactOperator, rhs};
-use stiffgrain::compat::{dual::Dual, dual_apgd, leave_out_open, newton, relative_stiffness, solve as solve_al};
+use stiffgrain::compat::{dual::Dual, dual_apgd, leave_out_open, newton, relative_stiffness, solve as solve_al, solve_dual, tresca, FrictionIn};
 use stiffgrain::world::World as Sim;
 use stiffgrain::parallel;
-use stiffgrain::petsc::{self, NormType, Vector};
+use stiffgrain::petsc::{self, Vector};
 use stiffgrain::scene::CompatMethod;
 
 struct Args {
@@ -56,7 +60,7 @@ fn args() -> Args {
 fn main() {
     let universe = mpi::initialize().expect("MPI");
     let world = universe.world();
-    stiffgrain::logging::init(world.rank(), false);
+    stiffgrain::logging::init(world.rank(), std::env::var_os("COMPAT_DUAL_VERBOSE").is_some());
     let args = args();
     // PETSc options after `--` (e.g. -compat_pc_type gamg).
     let petsc_args: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
@@ -73,12 +77,22 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let dt = scene.simulation.dt;
     let mut sim = Sim::new(world, scene, bodies, None, true, &Default::default(), 0.0);
     sim.detect();
-    let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt, false)?;
+    let frictional = stiffgrain::cd::friction::frictional(scene);
+    let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt, frictional)?;
     let ext = stiffgrain::cd::external_velocity(scene, sim.bodies(), sim.layout().n_owned, 0.0, dt);
     let p = rhs(&op, scene, sim.bodies(), sim.contacts(), &ext, 0.0, dt)?;
-    let normal = op.constraint(stiffgrain::cd::friction::Set::Normal);
     let mut f_cd = op.contact_vec()?;
-    apgd::apgd(world, &mut op, &normal, &p, &mut f_cd, scene.solver.tolerance, scene.solver.max_iterations)?;
+    let nc = sim.contacts().len();
+    let (mu_s, mu_d): (Vec<f64>, Vec<f64>) = (0..nc).map(|i| stiffgrain::cd::friction::coefficients(scene, sim.bodies(), sim.contacts(), i)).unzip();
+    let (no_slip, no_history) = (vec![false; nc], vec![nalgebra::Vector3::zeros(); nc]);
+    if frictional {
+        let coef = stiffgrain::cd::coulomb::Coefficients { mu_s: &mu_s, mu_d: &mu_d, sliding: &no_slip };
+        let s = &scene.solver;
+        stiffgrain::cd::coulomb::solve(world, &mut op, &p, &mut f_cd, &coef, s.friction_law, true, s.tolerance, s.max_iterations)?;
+    } else {
+        let normal = op.constraint(stiffgrain::cd::friction::Set::Normal);
+        apgd::apgd(world, &mut op, &normal, &p, &mut f_cd, scene.solver.tolerance, scene.solver.max_iterations)?;
+    }
     let mut k = relative_stiffness(scene, sim.bodies(), sim.contacts());
     // As compatible-cd does: contacts CD leaves open are not truss bars.
     let thr = apgd::threshold(&p, scene.solver.tolerance)?;
@@ -90,13 +104,32 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let contacts = parallel::sum_u64(world, sim.contacts().len() as u64);
     let mut reference: Option<Vec<f64>> = None;
     let mut all_ok = true;
+    // The config's max_iterations is for its own method.
+    let max = |m: CompatMethod, dflt: u32| if set.method == m { set.max_iterations } else { dflt };
     for &method in &args.methods {
+        if frictional && method == CompatMethod::AugmentedLagrangian {
+            eprintln!("compat_dual: the augmented Lagrangian is frictionless; skipped");
+            continue;
+        }
         let (mut times, mut cpu) = (Vec::new(), Vec::new());
         let (mut f, mut its, mut lin, mut feas, mut conv) = (Vec::new(), 0u64, 0u64, 0.0, false);
+        let mut rounds = 0;
         for _ in 0..args.repeat {
             world.barrier();
             let (t0, c0) = (std::time::Instant::now(), cpu_seconds());
-            if method == CompatMethod::AugmentedLagrangian {
+            if frictional {
+                let fr = FrictionIn {
+                    coulomb: tresca::Friction { mu_s: &mu_s, mu_d: &mu_d, was_sliding: &no_slip, kappa: set.tangential_ratio },
+                    anchor: &no_history,
+                };
+                let mut s: stiffgrain::scene::CompatSettings = (**set).clone();
+                s.method = method;
+                s.max_iterations = max(method, if method == CompatMethod::Apgd { 200_000 } else { 100 });
+                let (r, _) = solve_dual(world, &op, sim.layout(), sim.bodies(), sim.contacts(), &f_cd, &k, &s, &mut None, Some(&fr))?;
+                rounds = r.friction.as_ref().map_or(0, |t| t.rounds);
+                let (outer, inner) = (r.outer as u64, r.inner);
+                (f, its, lin, feas, conv) = (r.f, if method == CompatMethod::Apgd { inner } else { outer }, if method == CompatMethod::Apgd { 0 } else { inner }, r.feasibility, r.converged);
+            } else if method == CompatMethod::AugmentedLagrangian {
                 let r = solve_al(world, &mut op, &f_cd, &k, set)?;
                 (f, its, lin, feas, conv) = (r.f, r.outer as u64, r.inner, r.feasibility, r.converged);
             } else {
@@ -105,7 +138,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
                 if let Some(id) = args.free_load {
                     add_load(&sim, &mut ft, id)?;
                 }
-                let dual = Dual::new(world, &op, sim.layout(), sim.bodies(), ft, &k, set.p)?;
+                let dual = Dual::new(world, &op, sim.layout(), sim.bodies(), sim.contacts(), ft, &k, set.p, 0.0)?;
                 let u0 = if args.zero_start {
                     let mut u = dual.diag.duplicate()?;
                     u.zero()?;
@@ -113,8 +146,6 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
                 } else {
                     None
                 };
-                // The config's max_iterations is for its own method.
-                let max = |m: CompatMethod, dflt: u32| if set.method == m { set.max_iterations } else { dflt };
                 let r = match method {
                     CompatMethod::Apgd => dual_apgd::solve(&dual, u0, set.feasibility_tolerance, max(CompatMethod::Apgd, 200_000) as u64)?,
                     _ => newton::solve(&dual, sim.bodies(), u0, set.feasibility_tolerance, max(CompatMethod::Newton, 100))?,
@@ -140,12 +171,10 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
             Some(r) => parallel::max_f64(world, r.iter().zip(&f).fold(0.0, |m, (a, b)| m.max((a - b).abs()))) / fmax,
             None => 0.0,
         };
-        let mut fv = op.contact_vec()?;
-        fv.view_mut()?.copy_from_slice(&f);
-        let fsum = fv.norm(NormType::One)?;
+        let fsum = parallel::sum_f64(world, f.iter().map(|x| x.abs()).sum());
         if world.rank() == 0 {
             println!(
-                "method={method:?} ranks={} contacts={contacts} p={} iterations={its} linear={lin} seconds={median:.4} cpu_seconds={cpu_median:.4} \
+                "method={method:?} ranks={} contacts={contacts} p={} iterations={its} linear={lin} rounds={rounds} seconds={median:.4} cpu_seconds={cpu_median:.4} \
                  feasibility={feas:e} converged={conv} f_max={fmax:e} f_sum={fsum:e} diff={diff:e}",
                 world.size(),
                 set.p

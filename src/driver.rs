@@ -500,7 +500,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         }
         tally.add(&report);
         clock.advance(report.dt);
-        world.control_walls(solver.reaction_normals(), clock.time);
+        world.control_walls(solver.reported_forces(), clock.time);
         if let Some(v) = scene.simulation.until_static {
             clock.quiet = if largest_speed(&world) < v { clock.quiet + 1 } else { 0 };
         }
@@ -719,8 +719,8 @@ fn finish(
         solver_residual_per_step: tally.residual_per_step.iter().map(|&r| r.is_finite().then_some(r)).collect(),
         wall_time,
         phases,
-        reactions: world.reactions(solver.reaction_normals()),
-        measures: crate::lab::measure(world, solver.reaction_normals(), clock.time),
+        reactions: world.reactions(solver.reported_forces()),
+        measures: crate::lab::measure(world, solver.reported_forces(), clock.time),
         // Only rank 0 writes summary.json.
         steady: if rank == 0 { steady(world.scene(), clock.time) } else { None },
         walls: world
@@ -833,7 +833,7 @@ fn write_json_atomically(path: &Path, value: &impl serde::Serialize) -> std::io:
 /// and each wall's reaction (the force the bodies exert on it, as in
 /// summary.json) and point.
 fn series_row(world: &World, solver: &dyn Solver, step: u64, time: f64, dt: f64) -> io::SeriesRow {
-    let reactions = world.reactions(solver.reaction_normals());
+    let reactions = world.reactions(solver.reported_forces());
     let walls = world.walls();
     let force = |k: usize| reactions.iter().find(|r| r.body == WALL_ID_BASE + k as u64).map_or([0.0; 3], |r| r.force);
     io::SeriesRow {
@@ -844,7 +844,7 @@ fn series_row(world: &World, solver: &dyn Solver, step: u64, time: f64, dt: f64)
         contacts: parallel::sum_u64(world.comm(), world.contacts().len() as u64),
         wall_force: (0..walls.len()).map(force).collect(),
         wall_position: walls.iter().map(|w| w.position(time)).map(|p| [p.x, p.y, p.z]).collect(),
-        measures: crate::lab::measure(world, solver.reaction_normals(), time).series_values(),
+        measures: crate::lab::measure(world, solver.reported_forces(), time).series_values(),
     }
 }
 

@@ -12,7 +12,7 @@
 //! fixed body: those are the boundary, the free bodies the material).
 use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::{self, Comm};
-use crate::world::World;
+use crate::world::{ReportedForces, World};
 use mpi::traits::*;
 use nalgebra::{Matrix3, Vector3};
 use std::collections::HashMap;
@@ -131,10 +131,10 @@ pub fn stress_ratio(s: &Matrix3<f64>, dim: usize, shear: Option<(usize, usize)>)
     (1.5 * dev.component_mul(&dev).sum()).sqrt() / p
 }
 
-/// The measurements now. `normal` replaces the step's normal forces as in
-/// [`World::reactions`] (compatible-cd's compatible forces); tangential
-/// forces are the step's. `t` is the time (the walls' rates). Collective.
-pub fn measure(world: &World, normal: Option<&[f64]>, t: f64) -> Measures {
+/// The measurements now, from the forces `reported` by the solver as in
+/// [`World::reactions`] (compatible-cd's compatible forces). `t` is the
+/// time (the walls' rates). Collective.
+pub fn measure(world: &World, reported: Option<ReportedForces>, t: f64) -> Measures {
     let (comm, scene) = (world.comm(), world.scene());
     let settings = &scene.measure;
     let dim = scene.simulation.dim as usize;
@@ -155,9 +155,9 @@ pub fn measure(world: &World, normal: Option<&[f64]>, t: f64) -> Measures {
         sums[3] += (6.0 * v / std::f64::consts::PI).cbrt();
     }
     // Contacts: stress, force-carrying ends, fabric.
-    let (c, f) = (world.contacts(), world.forces());
+    let (c, f) = (world.contacts(), world.answer_forces(reported));
     let sides = world.contact_sides();
-    let f_n = |k: usize| normal.unwrap_or(&f.f_n).get(k).copied().unwrap_or(0.0);
+    let f_n = |k: usize| f.f_n.get(k).copied().unwrap_or(0.0);
     let largest = parallel::max_f64(comm, (0..c.len()).map(|k| f_n(k).abs()).fold(0.0, f64::max));
     let mut stress = Matrix3::zeros();
     let mut fabric = Matrix3::zeros();

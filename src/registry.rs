@@ -8,7 +8,7 @@ use crate::solver::Solver;
 pub fn make_solver(scene: &Scene) -> Box<dyn Solver> {
     match scene.simulation.solver {
         SolverKind::Cd => Box::new(crate::cd::CdSolver::for_scene(scene)),
-        SolverKind::CompatibleCd => Box::new(crate::compat::CompatibleCdSolver::new()),
+        SolverKind::CompatibleCd => Box::new(crate::compat::CompatibleCdSolver::for_scene(scene)),
         SolverKind::Dem => Box::new(crate::dem::DemSolver::new()),
     }
 }

@@ -9,7 +9,7 @@ use crate::io::SolverState;
 use crate::parallel::Comm;
 pub use crate::history::{Column, History, HistorySpec};
 pub use crate::io::ContactField;
-pub use crate::world::{ContactForces, Search, StepContext, World};
+pub use crate::world::{ContactForces, ReportedForces, Search, StepContext, World};
 
 /// What a step reports for the thermo line and summary.json.
 #[derive(Clone, Debug, Default)]
@@ -172,9 +172,10 @@ pub trait Solver {
         Vec::new()
     }
 
-    /// Normal forces that stand for this solver's answer in reactions, in
-    /// place of the step's `f_n` (compatible-cd: the compatible forces).
-    fn reaction_normals(&self) -> Option<&[f64]> {
+    /// Contact forces that stand for this solver's answer in reactions and
+    /// measurements, in place of the step's (compatible-cd: the compatible
+    /// forces).
+    fn reported_forces(&self) -> Option<ReportedForces<'_>> {
         None
     }
 

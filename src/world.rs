@@ -18,6 +18,15 @@ use mpi::traits::*;
 use nalgebra::Vector3;
 use std::collections::BTreeMap;
 
+/// Per-contact forces a solver reports in place of the step's
+/// (`Solver::reported_forces`): normal force, and tangential force on
+/// body b (world frame), indexed like the step's contacts.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportedForces<'a> {
+    pub f_n: &'a [f64],
+    pub f_t: &'a [Vector3<f64>],
+}
+
 /// Forces of the contacts of one step, in `Contacts` order: the force on
 /// body b is `f_n · normal + f_t`, on body a its opposite.
 #[derive(Clone, Debug, Default)]
@@ -383,11 +392,11 @@ impl<'a> World<'a> {
     /// Sets the speed of every servo wall from its reaction after the step
     /// that ended at `t` ([`crate::scene::Servo::control`]); `normal` as in
     /// [`World::reactions`]. Collective; nothing without servo walls.
-    pub fn control_walls(&mut self, normal: Option<&[f64]>, t: f64) {
+    pub fn control_walls(&mut self, reported: Option<ReportedForces>, t: f64) {
         if self.servo_scene.is_none() {
             return;
         }
-        let reactions = self.reactions(normal);
+        let reactions = self.reactions(reported);
         let stress = self.walls.iter().any(|w| matches!(&w.motion, crate::scene::WallMotion::Servo(s) if matches!(s.target, crate::scene::ServoTarget::Stress(_))));
         let cell = if stress { Some(self.cell_box()) } else { None };
         let dim = self.scene.simulation.dim as usize;
@@ -752,22 +761,29 @@ impl<'a> World<'a> {
         t.f64("force_tangent", 3, (0..n).flat_map(|k| ft(k).as_slice().to_vec()).collect());
         for field in extra {
             t.f64(field.name, field.width, field.values.clone());
-            if field.normal_force {
-                t.normal_force = field.name.to_string();
+            match field.replaces {
+                Some("force_normal") => t.normal_force = field.name.to_string(),
+                Some("force_tangent") => t.tangent_force = field.name.to_string(),
+                _ => {}
             }
         }
         t
     }
 
+    /// The contact forces that stand for the solver's answer: `reported`
+    /// when a solver gives others (compatible-cd), else the step's.
+    pub fn answer_forces<'r>(&'r self, reported: Option<ReportedForces<'r>>) -> ReportedForces<'r> {
+        reported.unwrap_or(ReportedForces { f_n: &self.forces.f_n, f_t: &self.forces.f_t })
+    }
+
     /// Total contact force on every fixed body and wall, gathered on every
-    /// rank, sorted by id. `normal` replaces the step's normal forces when
-    /// a solver reports others (compatible-cd). Collective.
-    pub fn reactions(&self, normal: Option<&[f64]>) -> Vec<Reaction> {
+    /// rank, sorted by id, from the forces `reported` by the solver (or the
+    /// step's: [`World::answer_forces`]). Collective.
+    pub fn reactions(&self, reported: Option<ReportedForces>) -> Vec<Reaction> {
         let mut local: BTreeMap<u64, Vector3<f64>> = BTreeMap::new();
-        let normal = normal.unwrap_or(&self.forces.f_n);
+        let forces = self.answer_forces(reported);
         for (k, c) in self.contacts.iter().enumerate() {
-            let f = c.normal * normal.get(k).copied().unwrap_or(0.0)
-                + self.forces.f_t.get(k).copied().unwrap_or_else(Vector3::zeros);
+            let f = c.normal * forces.f_n.get(k).copied().unwrap_or(0.0) + forces.f_t.get(k).copied().unwrap_or_else(Vector3::zeros);
             let (fixed_a, fixed_b) = self.contact_fixed[k].fixed;
             if fixed_b {
                 *local.entry(c.b).or_insert_with(Vector3::zeros) += f;

@@ -265,8 +265,7 @@ fn generate() -> String {
          value taken when the key is left out: `required` keys must be given, `none` \
          means the feature is off unless given. *Solvers* names the solvers that read \
          the key: a table or key that the scene's solver does not read is not an error, \
-         the run prints one `is ignored by solver` warning line for it (friction \
-         under compatible-cd is an error). An unknown key is an error. Any key can be overridden on the command line, \
+         the run prints one `is ignored by solver` warning line for it. An unknown key is an error. Any key can be overridden on the command line, \
          `--set dem.gbar=1e-4`, `--set 'generate[0].count=[10, 10, 10]'`.\n\n",
     );
     s.push_str("Tables: ");
@@ -336,7 +335,7 @@ fn every_key_is_documented_with_a_type_and_a_default() {
     assert_eq!(find("generate.radius.min").unit, "m");
     assert_eq!(find("dem.gbar").solvers, ["dem"]);
     assert_eq!(find("compatibility.stiffness.k").solvers, ["compatible-cd", "dem"]);
-    assert_eq!(find("material.friction").solvers, ["cd", "dem"]);
+    assert_eq!(find("material.friction").solvers, SOLVERS);
     assert_eq!(find("output.every").default.as_deref(), Some("100"));
 }
 
@@ -532,8 +531,7 @@ fn check_scene(solver: &str, material: &str, extra: &str) -> (bool, String) {
 /// The reference's solver column says which solvers read a table or key;
 /// the program says it too, by warning that the others ignore it. Every
 /// table and key whose solvers are not all three is set in a scene under
-/// each solver: the solvers named must not warn about it, the others must
-/// (friction under compatible-cd is refused instead).
+/// each solver: the solvers named must not warn about it, the others must.
 #[test]
 fn the_solvers_column_agrees_with_the_ignored_warnings() {
     // (table or key, material lines, extra TOML, what the warning names)
@@ -543,8 +541,6 @@ fn the_solvers_column_agrees_with_the_ignored_warnings() {
             "compatibility" => ("", "[compatibility]\np = 3.0", "compatibility"),
             "compatibility.stiffness" => ("", "[dem]\npair_stiffness = true\n\n[[compatibility.stiffness]]\nmaterials = [\"m\", \"m\"]\nk = 2.0", "compatibility"),
             "dem" => ("", "[dem]\ngbar = 0.01", "[dem]"),
-            "material.friction" => ("friction = 0.5", "", "material[0].friction"),
-            "material.friction_dynamic" => ("friction_dynamic = 0.5", "", "material[0].friction_dynamic"),
             "material.restitution" => ("restitution = 0.5", "", "material[0].restitution"),
             other => panic!("{other} is read by only some solvers: add a case for it to this test"),
         }
@@ -567,8 +563,6 @@ fn the_solvers_column_agrees_with_the_ignored_warnings() {
                 let warned = out.lines().any(|l| l.contains("is ignored by solver") && l.contains(named));
                 if readers.iter().any(|r| r == solver) {
                     assert!(ok && !warned, "{path} under {solver} (listed as a reader): {out}");
-                } else if path.starts_with("material.friction") {
-                    assert!(solver == "compatible-cd" && !ok && out.contains(named), "{path} under {solver}: {out}");
                 } else {
                     assert!(ok && warned, "{path} under {solver} (not a reader) gives no warning naming {named}: {out}");
                 }
@@ -576,5 +570,5 @@ fn the_solvers_column_agrees_with_the_ignored_warnings() {
             }
         }
     }
-    assert!(checked >= 21, "only {checked} cases");
+    assert!(checked >= 15, "only {checked} cases");
 }

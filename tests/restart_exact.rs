@@ -75,6 +75,16 @@ fn compatible_cd_restarts_bit_for_bit_on_1_and_2_ranks() {
     }
 }
 
+/// Frictional compatible-cd: each contact's elastic tangential history and
+/// slip flag are in the checkpoint (the compatible forces would otherwise
+/// restart from unloaded springs).
+#[test]
+fn frictional_compatible_cd_restarts_bit_for_bit_on_1_and_2_ranks() {
+    for np in [1, 2] {
+        check("compatible-cd", np, 1e-3, "[compatibility]\nevery = 1\n", true);
+    }
+}
+
 #[test]
 fn dem_restarts_bit_for_bit_on_1_and_2_ranks() {
     for np in [1, 2] {

@@ -306,13 +306,13 @@ impl CdSolver {
             iterations = res.iterations;
             residual = Some(res.residual);
             f_local = f.view()?.to_vec();
-            tangents = std::mem::take(&mut op.tangents);
             if let Some(post) = post.as_mut() {
                 compatible = post(&mut op, &f, &p, bodies)?;
                 if crate::parallel::signals::stopping() {
                     return Err(SolverError::Interrupted);
                 }
             }
+            tangents = std::mem::take(&mut op.tangents);
             let mut u = op.body_vec()?;
             op.b.mult_transpose(&f, &mut u)?;
             let uv = u.view()?;

@@ -19,14 +19,112 @@
 //! load F̃ makes the problem infeasible: [`Dual::new`] warns, naming the
 //! body, and drops that load.
 //!
+//! With friction (B has the rows n, t1, t2 per contact) each contact adds
+//! the tangential potential ψ of an elastic–plastic spring
+//! ([`Tangential`]) of its tangential displacement s = e + B_t u (e the
+//! contact's elastic history): ½ k_t |s|² while k_t |s| ≤ τ, then
+//! τ |s| − τ²/(2 k_t), with τ = μ f_n frozen (a Tresca problem: still
+//! convex and C¹, its gradient adds −B_tᵀ f_t with f_t = −∂ψ/∂s, the
+//! spring force clipped to the disc |f_t| ≤ τ). [`super::tresca`] updates
+//! τ to a fixed point.
+//!
 //! Forces are scaled by s = ‖F̃‖∞ inside (f/s = O(1)); distributed like B:
 //! contacts over their rank, u and F̃ over the owned bodies' DOFs.
 use crate::body::Bodies;
 use crate::cd::operator::ContactOperator;
-use crate::contact::WALL_INDEX;
+use crate::contact::{Contacts, WALL_INDEX};
 use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::petsc::{InsertMode, Mat, NormType, PetscInt, Result, Vector};
+
+/// The tangential springs of a frictional problem (scaled units), per
+/// local contact. In a Tresca round `tau` and `kt` are frozen; `coupled`
+/// takes the bound from the current normal force instead, τ = μ f_n(u)
+/// (the Coulomb problem itself: no potential, a non-symmetric Jacobian).
+#[derive(Clone, Debug, Default)]
+pub struct Tangential {
+    /// e: the elastic tangential displacement at u = 0 along (t1, t2).
+    pub anchor: Vec<[f64; 2]>,
+    /// τ = μ f_n, the bound of |f_t| (frozen).
+    pub tau: Vec<f64>,
+    /// The spring's stiffness k_t (0: no tangential force).
+    pub kt: Vec<f64>,
+    /// μ of each contact (μ_s, or μ_d where it slides).
+    pub mu: Vec<f64>,
+    pub coupled: bool,
+}
+
+impl Tangential {
+    /// The bound of contact `i` at normal force `f_n`.
+    pub fn bound(&self, i: usize, f_n: f64) -> f64 {
+        if self.coupled {
+            self.mu[i] * f_n.max(0.0)
+        } else {
+            self.tau[i]
+        }
+    }
+
+    /// s = e + B_t u from `bt_u` = B_t u, and the force on b along (t1, t2)
+    /// ([`spring`]) at normal force `f_n`.
+    pub fn force(&self, i: usize, bt_u: [f64; 2], f_n: f64) -> ([f64; 2], [f64; 2]) {
+        spring(self.anchor[i], self.bound(i, f_n), self.kt[i], bt_u)
+    }
+
+    /// ψ(s): ½ k_t |s|² within the bound, τ |s| − τ²/(2 k_t) beyond.
+    fn energy(&self, i: usize, s: [f64; 2], f_n: f64) -> f64 {
+        let (tau, kt) = (self.bound(i, f_n), self.kt[i]);
+        if !(tau > 0.0 && kt > 0.0) {
+            return 0.0;
+        }
+        let norm = s[0].hypot(s[1]);
+        if kt * norm <= tau {
+            0.5 * kt * norm * norm
+        } else {
+            tau * norm - tau * tau / (2.0 * kt)
+        }
+    }
+
+    /// −∂f_t/∂(B_t u) (2×2, row-major) plus `open` k_t along the
+    /// directions in which the spring gives way (the slip direction, or
+    /// both when τ = 0); and −∂f_t/∂(B_n u) = −μ w_n ŝ of a sliding
+    /// spring when `coupled` (w_n the normal weight).
+    fn jacobian(&self, i: usize, s: [f64; 2], f_n: f64, w_n: f64, open: f64) -> ([f64; 4], [f64; 2]) {
+        let (tau, kt) = (self.bound(i, f_n), self.kt[i]);
+        if kt <= 0.0 {
+            return ([0.0; 4], [0.0; 2]);
+        }
+        if tau <= 0.0 {
+            return ([open * kt, 0.0, 0.0, open * kt], [0.0; 2]);
+        }
+        let norm = s[0].hypot(s[1]);
+        if kt * norm <= tau {
+            return ([kt, 0.0, 0.0, kt], [0.0; 2]);
+        }
+        let (c, h) = (tau / norm, [s[0] / norm, s[1] / norm]);
+        let w = open.max(SLIP_FLOOR) * kt - c;
+        let tn = if self.coupled { [-self.mu[i] * w_n * h[0], -self.mu[i] * w_n * h[1]] } else { [0.0; 2] };
+        ([c + w * h[0] * h[0], w * h[0] * h[1], w * h[1] * h[0], c + w * h[1] * h[1]], tn)
+    }
+}
+
+/// Least weight (× k_t) of a sliding spring along its slip in the Newton
+/// matrix: a proximal term that keeps the matrix of a pack whose sliding
+/// contacts form a mechanism away from singular (it changes the steps, not
+/// the solution).
+const SLIP_FLOOR: f64 = 1e-3;
+
+/// A tangential spring with anchor `e`, bound `tau` and stiffness `kt` at
+/// `bt_u` = B_t u: s = e + B_t u and the force on b along (t1, t2), −k_t s
+/// clipped to |f_t| ≤ τ (0 where τ or k_t is not positive).
+pub fn spring(e: [f64; 2], tau: f64, kt: f64, bt_u: [f64; 2]) -> ([f64; 2], [f64; 2]) {
+    let s = [e[0] + bt_u[0], e[1] + bt_u[1]];
+    if !(tau > 0.0 && kt > 0.0) {
+        return (s, [0.0; 2]);
+    }
+    let norm = s[0].hypot(s[1]);
+    let c = if kt * norm <= tau { kt } else { tau / norm };
+    (s, [-c * s[0], -c * s[1]])
+}
 
 /// One compatibility problem: B (borrowed from the CD operator), k̃, p and
 /// the scaled load F̃/s.
@@ -36,11 +134,16 @@ pub struct Dual<'a> {
     pub p: f64,
     /// k̃ per local contact (0 for a contact whose row of B is empty).
     pub k: Vec<f64>,
-    /// Row i of B without its round-off entries, as (global DOF, value):
-    /// `row_idx[row_start[i]..row_start[i + 1]]` (at most 12 entries).
+    /// Rows of B per contact: 1, or 3 (n, t1, t2) with friction.
+    rows: usize,
+    /// The DOFs of contact i's rows of B without their round-off entries
+    /// (at most 12), `row_idx[row_start[i]..row_start[i + 1]]`, and each
+    /// row's values on them, row after row from `rows · row_start[i]`.
     row_start: Vec<usize>,
     row_idx: Vec<PetscInt>,
     row_val: Vec<f64>,
+    /// The tangential springs (with friction).
+    pub friction: Option<Tangential>,
     /// Global block index of the owned bodies.
     pub blk_owned: Vec<PetscInt>,
     /// Per owned DOF: does some contact move it (a non-zero column of B)?
@@ -96,43 +199,80 @@ const DELTA_FLOOR: f64 = 1e-8;
 
 impl<'a> Dual<'a> {
     /// Sets up the problem for the contacts of `op` with load `ft` (body
-    /// vector, unscaled; consumed). `k` is k̃ per local contact. Collective.
+    /// vector, unscaled; consumed). `k` is k̃ per local contact; with
+    /// friction (`op.rows` = 3) `kappa` = k_t / k̃ weighs the tangential
+    /// rows in the metric `diag`, and [`Dual::friction`] must be set before
+    /// a solve. Collective.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         comm: &'a Comm,
         op: &'a ContactOperator,
         layout: &Layout,
         bodies: &Bodies,
+        contacts: &Contacts,
         mut ft: Vector,
         k: &[f64],
         p: f64,
+        kappa: f64,
     ) -> Result<Self> {
         let nc = op.n_local();
+        let rows = op.rows;
         let blk_owned: Vec<PetscInt> = (0..op.n_owned).map(|i| layout.global_index[i] as PetscInt).collect();
         let k: Vec<f64> = (0..nc).map(|i| if op.active[i] { k[i] } else { 0.0 }).collect();
-        // B's rows (jacobian_rows has cut the round-off entries).
-        let (mut row_start, mut row_idx, mut row_val) = (vec![0], Vec::with_capacity(6 * nc), Vec::with_capacity(6 * nc));
+        // B's rows (jacobian_rows has cut the round-off entries): the
+        // DOFs where any of the contact's rows is not zero.
+        let (mut row_start, mut row_idx, mut row_val) = (vec![0], Vec::with_capacity(6 * nc), Vec::with_capacity(6 * rows * nc));
+        let mut halves = Vec::with_capacity(rows);
         for (i, &ki) in k.iter().enumerate() {
-            for (local, j) in [(op.ia[i], &op.ja[i]), (op.ib[i], &op.jb[i])] {
+            halves.clear();
+            halves.push((op.ja[i], op.jb[i]));
+            if rows == 3 {
+                let (t1, t2) = op.tangents[i];
+                halves.push(crate::cd::operator::row_halves(contacts, i, bodies, &t1));
+                halves.push(crate::cd::operator::row_halves(contacts, i, bodies, &t2));
+            }
+            let first = row_idx.len();
+            for (side, local) in [op.ia[i], op.ib[i]].into_iter().enumerate() {
                 if local == WALL_INDEX || ki == 0.0 {
                     continue;
                 }
                 let base = 6 * layout.global_index[local] as PetscInt;
                 for d in 0..6 {
-                    if j[d] != 0.0 {
+                    if halves.iter().any(|h| if side == 0 { h.0[d] } else { h.1[d] } != 0.0) {
                         row_idx.push(base + d as PetscInt);
-                        row_val.push(j[d]);
                     }
                 }
             }
+            for h in &halves {
+                for (side, local) in [op.ia[i], op.ib[i]].into_iter().enumerate() {
+                    if local == WALL_INDEX || ki == 0.0 {
+                        continue;
+                    }
+                    let half = if side == 0 { &h.0 } else { &h.1 };
+                    for d in 0..6 {
+                        if halves.iter().any(|g| if side == 0 { g.0[d] } else { g.1[d] } != 0.0) {
+                            row_val.push(half[d]);
+                        }
+                    }
+                }
+            }
+            debug_assert_eq!(row_val.len(), rows * row_idx.len(), "contact {i}: {} DOFs", row_idx.len() - first);
             row_start.push(row_idx.len());
         }
-        // diag(Bᵀ K̃ B): each contact adds k̃ j_k² to the DOFs of its bodies,
-        // on whichever rank owns them.
+        // diag(Bᵀ K̃ B): each contact adds k̃ j_k² (and κ k̃ for the
+        // tangential rows) to the DOFs of its bodies, on whichever rank owns them.
         let mut diag = op.body_vec()?;
         {
-            let mut val = Vec::with_capacity(row_val.len());
+            let mut val = Vec::with_capacity(row_idx.len());
             for (i, &ki) in k.iter().enumerate() {
-                val.extend(row_val[row_start[i]..row_start[i + 1]].iter().map(|b| ki * b * b));
+                let (a, b) = (row_start[i], row_start[i + 1]);
+                if rows == 1 {
+                    val.extend(row_val[a..b].iter().map(|b| ki * b * b));
+                } else {
+                    let v = &row_val[3 * a..3 * b];
+                    let n = b - a;
+                    val.extend((0..n).map(|j| ki * v[j] * v[j] + kappa * ki * (v[n + j] * v[n + j] + v[2 * n + j] * v[2 * n + j])));
+                }
             }
             diag.set_values(&row_idx, &val, InsertMode::Add)?;
             diag.assemble()?;
@@ -170,7 +310,7 @@ impl<'a> Dual<'a> {
             ft.scale(1.0 / scale)?;
             ft_norm = ft.norm(NormType::Two)?;
         }
-        Ok(Self { comm, op, p, k, row_start, row_idx, row_val, blk_owned, free, ft, scale, ft_norm, diag, unsupported })
+        Ok(Self { comm, op, p, k, rows, row_start, row_idx, row_val, friction: None, blk_owned, free, ft, scale, ft_norm, diag, unsupported })
     }
 
     /// Whether there is anything to solve (a non-zero supported load).
@@ -184,29 +324,59 @@ impl<'a> Dual<'a> {
         delta.scale(-1.0)
     }
 
-    /// f_i = k̃_i [δ_i]₊^{p−1} (scaled) into `f`, given `delta`.
+    /// f_i = k̃_i [δ_i]₊^{p−1} (scaled) into `f`, given `delta`; with
+    /// friction also each contact's tangential force ([`Tangential::force`]).
     pub fn forces(&self, delta: &Vector, f: &mut Vector) -> Result<()> {
         let dv = delta.view()?;
         let mut fv = f.view_mut()?;
-        let e = self.p - 1.0;
-        for i in 0..dv.len() {
-            fv[i] = if dv[i] > 0.0 { self.k[i] * dv[i].powf(e) } else { 0.0 };
+        let r = self.rows;
+        for i in 0..dv.len() / r {
+            fv[r * i] = self.normal_force(i, dv[r * i]);
+        }
+        if let Some(t) = &self.friction {
+            for i in 0..dv.len() / 3 {
+                let (_, ft) = t.force(i, [-dv[3 * i + 1], -dv[3 * i + 2]], fv[3 * i]);
+                fv[3 * i + 1] = ft[0];
+                fv[3 * i + 2] = ft[1];
+            }
         }
         Ok(())
+    }
+
+    /// f_n = k̃ [δ]₊^{p−1} of contact `i` at approach `d` (scaled).
+    pub fn normal_force(&self, i: usize, d: f64) -> f64 {
+        if d > 0.0 {
+            self.k[i] * d.powf(self.p - 1.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// This rank's share of Σ (k̃/p) [δ]₊^p + Σ ψ(s) at `delta` = −B u.
+    fn energy(&self, delta: &Vector) -> Result<f64> {
+        let dv = delta.view()?;
+        let r = self.rows;
+        let mut w = 0.0;
+        for i in 0..dv.len() / r {
+            let d = dv[r * i];
+            if d > 0.0 {
+                w += self.k[i] / self.p * d.powf(self.p);
+            }
+        }
+        if let Some(t) = &self.friction {
+            for i in 0..dv.len() / 3 {
+                let f_n = self.normal_force(i, dv[3 * i]);
+                let (s, _) = t.force(i, [-dv[3 * i + 1], -dv[3 * i + 2]], f_n);
+                w += t.energy(i, s, f_n);
+            }
+        }
+        Ok(w)
     }
 
     /// Π(u); `delta` is scratch. Collective.
     pub fn objective(&self, u: &Vector, delta: &mut Vector) -> Result<f64> {
         self.approach(u, delta)?;
-        let mut w = 0.0;
-        {
-            let dv = delta.view()?;
-            for i in 0..dv.len() {
-                if dv[i] > 0.0 {
-                    w += self.k[i] / self.p * dv[i].powf(self.p);
-                }
-            }
-        }
+        let w = self.energy(delta)?;
         Ok(crate::parallel::sum_f64(self.comm, w) + self.ft.dot(u)?)
     }
 
@@ -230,15 +400,7 @@ impl<'a> Dual<'a> {
     /// [`Dual::gradient`]). Collective.
     pub fn value_and_gradient(&self, u: &Vector, delta: &mut Vector, f: &mut Vector, g: &mut Vector) -> Result<f64> {
         self.gradient(u, delta, f, g)?;
-        let mut w = 0.0;
-        {
-            let dv = delta.view()?;
-            for i in 0..dv.len() {
-                if dv[i] > 0.0 {
-                    w += self.k[i] / self.p * dv[i].powf(self.p);
-                }
-            }
-        }
+        let w = self.energy(delta)?;
         Ok(crate::parallel::sum_f64(self.comm, w) + self.ft.dot(u)?)
     }
 
@@ -248,25 +410,43 @@ impl<'a> Dual<'a> {
     }
 
     /// Hessian weight of every contact at `delta` (Tangent; `open` k̃ for
-    /// the contacts with δ ≤ 0) or k̃ (Bilateral).
+    /// the contacts with δ ≤ 0) or k̃ (Bilateral); with friction a 3 × 3
+    /// block W per contact (row-major over n, t1, t2; the Jacobian of
+    /// ∇Π is Σ B_iᵀ W_i B_i): the normal weight, then the tangential rows
+    /// ([`Tangential::jacobian`]; k_t for Bilateral).
     fn weights(&self, delta: &Vector, kind: Weights, open: f64) -> Result<Vec<f64>> {
-        if kind == Weights::Bilateral {
-            return Ok(self.k.clone());
-        }
+        let normal = |d: f64, k: f64| {
+            let e = self.p - 2.0;
+            if kind == Weights::Bilateral {
+                k
+            } else if d <= 0.0 || k == 0.0 {
+                open * k
+            } else if e == 0.0 {
+                k
+            } else {
+                let d = if e < 0.0 { d.max(DELTA_FLOOR) } else { d };
+                k * (self.p - 1.0) * d.powf(e)
+            }
+        };
         let dv = delta.view()?;
-        let e = self.p - 2.0;
-        Ok((0..dv.len())
-            .map(|i| {
-                if dv[i] <= 0.0 || self.k[i] == 0.0 {
-                    open * self.k[i]
-                } else if e == 0.0 {
-                    self.k[i]
-                } else {
-                    let d = if e < 0.0 { dv[i].max(DELTA_FLOOR) } else { dv[i] };
-                    self.k[i] * (self.p - 1.0) * d.powf(e)
+        let Some(t) = &self.friction else {
+            return Ok((0..self.k.len()).map(|i| normal(dv[i], self.k[i])).collect());
+        };
+        let mut w = Vec::with_capacity(9 * self.k.len());
+        for i in 0..self.k.len() {
+            let w_n = normal(dv[3 * i], self.k[i]);
+            let (h, tn) = match kind {
+                Weights::Bilateral => ([t.kt[i], 0.0, 0.0, t.kt[i]], [0.0; 2]),
+                Weights::Tangent => {
+                    let f_n = self.normal_force(i, dv[3 * i]);
+                    let (s, _) = t.force(i, [-dv[3 * i + 1], -dv[3 * i + 2]], f_n);
+                    // The coupling follows f_n, whose weight is w_n only where the contact is closed.
+                    t.jacobian(i, s, f_n, if dv[3 * i] > 0.0 { w_n } else { 0.0 }, open)
                 }
-            })
-            .collect())
+            };
+            w.extend_from_slice(&[w_n, 0.0, 0.0, tn[0], h[0], h[1], tn[1], h[2], h[3]]);
+        }
+        Ok(w)
     }
 
     /// The (row, column) pairs of the Hessian in COO order: every
@@ -293,14 +473,29 @@ impl<'a> Dual<'a> {
     }
 
     /// The values of [`Dual::coo`]'s entries for contact weights `w`:
-    /// w_i b_iᵀ b_i, then `mu` · diag on the free DOFs and 1 on the others.
+    /// w_i b_iᵀ b_i (B_iᵀ W_i B_i with friction), then `mu` · diag on the free DOFs and 1 on the others.
     fn coo_values(&self, w: &[f64], mu: f64) -> Result<Vec<f64>> {
         let mut v = Vec::with_capacity(self.row_idx.len() * 6 + 6 * self.blk_owned.len());
-        for (i, &wi) in w.iter().enumerate() {
-            let b = &self.row_val[self.row_start[i]..self.row_start[i + 1]];
-            for &br in b {
-                for &bc in b {
-                    v.push(wi * br * bc);
+        if self.rows == 1 {
+            for (i, &wi) in w.iter().enumerate() {
+                let b = &self.row_val[self.row_start[i]..self.row_start[i + 1]];
+                for &br in b {
+                    for &bc in b {
+                        v.push(wi * br * bc);
+                    }
+                }
+            }
+        } else {
+            // Σ_kl b_k[r] W_kl b_l[c] over the contact's rows k, l.
+            for i in 0..self.k.len() {
+                let (a, b) = (self.row_start[i], self.row_start[i + 1]);
+                let (n, rows) = (b - a, &self.row_val[3 * a..3 * b]);
+                let wi = &w[9 * i..9 * i + 9];
+                for r in 0..n {
+                    let rw: [f64; 3] = std::array::from_fn(|l| (0..3).map(|k| rows[k * n + r] * wi[3 * k + l]).sum());
+                    for c in 0..n {
+                        v.push((0..3).map(|l| rw[l] * rows[l * n + c]).sum());
+                    }
                 }
             }
         }

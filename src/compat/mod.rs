@@ -35,6 +35,7 @@ pub mod apgd;
 pub mod dual;
 pub mod dual_apgd;
 pub mod newton;
+pub mod tresca;
 
 use crate::body::Bodies;
 use crate::cd::operator::ContactOperator;
@@ -45,7 +46,8 @@ use crate::petsc::{NormType, Result, Vector};
 use crate::parallel::exchange::Layout;
 use crate::scene::{CompatMethod, CompatSettings, Scene};
 use crate::io::{FlatRecords, SolverState};
-use crate::solver::{Column, ContactField, ContactForces, History, HistorySpec, Solver, SolverError, StateError, StepContext, StepReport};
+use crate::solver::{Column, ContactField, ReportedForces, ContactForces, History, HistorySpec, Solver, SolverError, StateError, StepContext, StepReport};
+use nalgebra::Vector3;
 use std::collections::{HashMap, HashSet};
 
 /// Running totals of the compatibility solves (benchmarks, logs).
@@ -69,8 +71,15 @@ pub struct CompatibleCdSolver {
     cd: CdSolver,
     pub stats: CompatStats,
     /// Compatible normal force of each contact of the last step (empty
-    /// when the step did not compute them).
+    /// when the step did not compute them) …
     f_compatible: Vec<f64>,
+    /// … and tangential force on body b (zero without friction).
+    f_compatible_t: Vec<Vector3<f64>>,
+    /// The scene has friction: CD's B has three rows per contact and the
+    /// compatible forces come from Tresca rounds ([`tresca`]).
+    friction: bool,
+    /// Fixed-point rounds of the frictional solves.
+    pub rounds: u64,
     /// Force scale s, p and the global number of bars of the last dual
     /// solve, whose displacements and bars are World history
     /// ([`U_WARM`], [`IN_TRUSS`]).
@@ -83,6 +92,10 @@ pub struct CompatibleCdSolver {
 /// displacements, and 1 on the contacts that were its truss bars.
 pub const U_WARM: &str = "u_compatible";
 pub const IN_TRUSS: &str = "in_truss";
+/// With friction, per contact: the elastic tangential displacement the next
+/// solve starts from (world frame), and 1 where the spring slid.
+pub const T_ANCHOR: &str = "t_compatible";
+pub const T_SLID: &str = "slid_compatible";
 /// Version of [`CompatibleCdSolver::state`]'s tables.
 const STATE_VERSION: u32 = 1;
 
@@ -139,8 +152,12 @@ impl WarmStart {
 }
 
 impl CompatibleCdSolver {
-    pub fn new() -> Self {
-        Self::default()
+    /// The solver for `scene`: frictional when a material has friction.
+    pub fn for_scene(scene: &Scene) -> Self {
+        let mut s = Self::default();
+        s.cd = CdSolver::for_scene(scene);
+        s.friction = crate::cd::friction::frictional(scene);
+        s
     }
 }
 
@@ -166,6 +183,10 @@ impl Solver for CompatibleCdSolver {
         let mut spec = self.cd.history();
         spec.body.push(Column { name: U_WARM, width: 6 });
         spec.contact.push(Column { name: IN_TRUSS, width: 1 });
+        if self.friction {
+            spec.contact.push(Column { name: T_ANCHOR, width: 3 });
+            spec.contact.push(Column { name: T_SLID, width: 1 });
+        }
         spec
     }
 
@@ -205,6 +226,20 @@ impl Solver for CompatibleCdSolver {
         let stats = &mut self.stats;
         let mut warm = WarmStart::from_history(ctx.comm, history, bodies, ctx.layout.n_owned, self.warm);
         let warm = &mut warm;
+        // The friction history of the step's contacts, read before the CD
+        // step replaces the contact rows.
+        let nc = ctx.contacts.len();
+        let (mut anchor, mut was_sliding) = (Vec::new(), Vec::new());
+        if self.friction {
+            let (h, a, slid) = (&history.contact, history.contact.col(T_ANCHOR), history.contact.col(T_SLID));
+            for i in 0..nc {
+                let row = h.get(&ctx.contacts.key(i));
+                anchor.push(row.map_or_else(Vector3::zeros, |r| Vector3::from_column_slice(a.of(r))));
+                was_sliding.push(row.is_some_and(|r| slid.of(r)[0] != 0.0));
+            }
+        }
+        let (friction, kappa) = (self.friction, set.tangential_ratio);
+        let mut tangential: Option<FrictionOut> = None;
         let before = stats.seconds;
         let mut post = |op: &mut ContactOperator, f: &Vector, p: &Vector, b: &Bodies| -> std::result::Result<Vec<f64>, SolverError> {
             let t0 = std::time::Instant::now();
@@ -212,10 +247,12 @@ impl Solver for CompatibleCdSolver {
             let thr = crate::cd::apgd::threshold(p, ctx.scene.solver.tolerance)?;
             let open = leave_out_open(ctx.comm, op, f, p, thr, &mut k)?;
             log::debug!("step {}: compatibility leaves out {open} contacts CD left open", ctx.step);
-            let res = match set.method {
+            let (mu_s, mu_d): (Vec<f64>, Vec<f64>) = if friction { (0..nc).map(|i| crate::cd::friction::coefficients(ctx.scene, b, ctx.contacts, i)).unzip() } else { Default::default() };
+            let fr = friction.then(|| FrictionIn { coulomb: tresca::Friction { mu_s: &mu_s, mu_d: &mu_d, was_sliding: &was_sliding, kappa }, anchor: &anchor });
+            let mut res = match set.method {
                 CompatMethod::AugmentedLagrangian => solve(ctx.comm, op, f, &k, set)?,
                 _ => {
-                    let (res, warmed) = solve_dual(ctx.comm, op, ctx.layout, b, ctx.contacts, f, &k, set, warm)?;
+                    let (res, warmed) = solve_dual(ctx.comm, op, ctx.layout, b, ctx.contacts, f, &k, set, warm, fr.as_ref())?;
                     stats.warm += warmed as u64;
                     res
                 }
@@ -227,16 +264,18 @@ impl Solver for CompatibleCdSolver {
             stats.solves += 1;
             stats.outer += res.outer as u64;
             stats.inner += res.inner;
+            tangential = res.friction.take();
             if !res.converged {
                 stats.not_converged += 1;
                 log::warn!(
-                    "step {}: compatibility ({:?}) stopped after {} outer and {} inner iterations at feasibility {:e}, optimality {:e}",
+                    "step {}: compatibility ({:?}) stopped after {} outer and {} inner iterations at feasibility {:e}, optimality {:e}{}",
                     ctx.step,
                     set.method,
                     res.outer,
                     res.inner,
                     res.feasibility,
-                    res.optimality
+                    res.optimality,
+                    tangential.as_ref().map_or(String::new(), |t| format!(", after {} Tresca rounds", t.rounds))
                 );
             }
             log::debug!(
@@ -256,6 +295,21 @@ impl Solver for CompatibleCdSolver {
         report.phases.push(("compatibility", self.stats.seconds - before));
         // No contact anywhere: nothing was solved.
         self.f_compatible = if compatible.len() == forces.f_n.len() { compatible } else { vec![0.0; forces.f_n.len()] };
+        self.f_compatible_t = vec![Vector3::zeros(); forces.f_n.len()];
+        if let Some(t) = tangential.filter(|t| t.f_t.len() == forces.f_n.len()) {
+            self.rounds += t.rounds as u64;
+            let (a, slid) = (history.contact.col(T_ANCHOR), history.contact.col(T_SLID));
+            for i in 0..nc {
+                let key = ctx.contacts.key(i);
+                if t.anchor[i] == Vector3::zeros() && !t.sliding[i] && history.contact.get(&key).is_none() {
+                    continue;
+                }
+                let row = history.contact.entry(key);
+                a.of_mut(row).copy_from_slice(t.anchor[i].as_slice());
+                slid.of_mut(row)[0] = if t.sliding[i] { 1.0 } else { 0.0 };
+            }
+            self.f_compatible_t = t.f_t;
+        }
         Ok(report)
     }
 
@@ -264,15 +318,23 @@ impl Solver for CompatibleCdSolver {
     }
 
     /// `force_compatible`: the compatible normal force (0 at steps that did
-    /// not compute it); `force_normal` stays CD's.
+    /// not compute it); with friction `force_compatible_tangent`, the
+    /// compatible tangential force on body b; `force_normal` and
+    /// `force_tangent` stay CD's.
     fn contact_fields(&self, contacts: &Contacts) -> Vec<ContactField> {
         let mut values = self.f_compatible.clone();
         values.resize(contacts.len(), 0.0);
-        vec![ContactField { name: "force_compatible", width: 1, values, normal_force: true }]
+        let mut fields = vec![ContactField { name: "force_compatible", width: 1, values, replaces: Some("force_normal") }];
+        if self.friction {
+            let mut t: Vec<f64> = self.f_compatible_t.iter().flat_map(|v| [v.x, v.y, v.z]).collect();
+            t.resize(3 * contacts.len(), 0.0);
+            fields.push(ContactField { name: "force_compatible_tangent", width: 3, values: t, replaces: Some("force_tangent") });
+        }
+        fields
     }
 
-    fn reaction_normals(&self) -> Option<&[f64]> {
-        (!self.f_compatible.is_empty()).then_some(&self.f_compatible[..])
+    fn reported_forces(&self) -> Option<ReportedForces<'_>> {
+        (!self.f_compatible.is_empty()).then_some(ReportedForces { f_n: &self.f_compatible, f_t: &self.f_compatible_t })
     }
 }
 
@@ -293,8 +355,9 @@ pub fn leave_out_open(comm: &Comm, op: &mut ContactOperator, f_cd: &Vector, p: &
     op.apply_n(f_cd, &mut nf)?;
     let (fv, nv, pv) = (f_cd.view()?, nf.view()?, p.view()?);
     let mut open = 0u64;
+    let r = op.rows;
     for (i, ki) in k.iter_mut().enumerate() {
-        if fv[i] <= 0.0 && nv[i] + pv[i] > OPEN_FACTOR * thr && *ki != 0.0 {
+        if fv[r * i] <= 0.0 && nv[r * i] + pv[r * i] > OPEN_FACTOR * thr && *ki != 0.0 {
             *ki = 0.0;
             open += 1;
         }
@@ -319,13 +382,35 @@ pub struct CompatResult {
     pub feasibility: f64,
     pub optimality: f64,
     pub converged: bool,
+    /// The tangential forces and history (frictional solves).
+    pub friction: Option<FrictionOut>,
+}
+
+/// The friction of a frictional compatible solve, per local contact.
+pub struct FrictionIn<'a> {
+    pub coulomb: tresca::Friction<'a>,
+    /// The elastic tangential displacement carried from the last solve
+    /// (world frame, unscaled; zero for a new contact).
+    pub anchor: &'a [Vector3<f64>],
+}
+
+/// The tangential answer of a frictional compatible solve, per local contact.
+#[derive(Clone, Debug, Default)]
+pub struct FrictionOut {
+    /// The tangential force on body b (world frame).
+    pub f_t: Vec<Vector3<f64>>,
+    /// The elastic history to carry to the next solve (world, unscaled).
+    pub anchor: Vec<Vector3<f64>>,
+    pub sliding: Vec<bool>,
+    pub rounds: u32,
 }
 
 /// Solves eq 36 through its dual (`set.method` newton or apgd) for the
 /// contacts of `op` with F̃ = Bᵀ `f_cd`, from the displacements in `warm`
 /// when the truss is the one of that solve (returned flag), else from
 /// the bilateral solve (newton) or zero (apgd); stores the new u in `warm`.
-/// Collective.
+/// With `friction` (B has three rows per contact) the contacts are
+/// elastic–plastic tangential springs too ([`tresca`]). Collective.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_dual(
     comm: &Comm,
@@ -337,14 +422,17 @@ pub fn solve_dual(
     k: &[f64],
     set: &CompatSettings,
     warm: &mut Option<WarmStart>,
+    friction: Option<&FrictionIn>,
 ) -> Result<(CompatResult, bool)> {
     let mut ft = op.body_vec()?;
     op.b.mult_transpose(f_cd, &mut ft)?;
-    let problem = dual::Dual::new(comm, op, layout, bodies, ft, k, set.p)?;
+    let kappa = friction.map_or(0.0, |f| f.coulomb.kappa);
+    let mut problem = dual::Dual::new(comm, op, layout, bodies, contacts, ft, k, set.p, kappa)?;
     let n = op.n_local();
     if problem.is_trivial() {
         *warm = None;
-        return Ok((CompatResult { f: vec![0.0; n], converged: true, ..Default::default() }, false));
+        let friction = friction.map(|_| FrictionOut { f_t: vec![Vector3::zeros(); n], anchor: vec![Vector3::zeros(); n], sliding: vec![false; n], rounds: 0 });
+        return Ok((CompatResult { f: vec![0.0; n], converged: true, friction, ..Default::default() }, false));
     }
     // The truss bars (contacts left out have k̃ = 0).
     let keys: Vec<ContactKey> = (0..n).filter(|&i| k[i] > 0.0).map(|i| contacts.key(i)).collect();
@@ -369,9 +457,41 @@ pub fn solve_dual(
         None
     };
     let warmed = u0.is_some();
-    let res = match set.method {
-        CompatMethod::Apgd => dual_apgd::solve(&problem, u0, set.feasibility_tolerance, set.max_iterations as u64)?,
-        _ => newton::solve(&problem, bodies, u0, set.feasibility_tolerance, set.max_iterations)?,
+    let tol = set.feasibility_tolerance;
+    let inner = |problem: &dual::Dual, u0: Option<Vector>| match set.method {
+        CompatMethod::Apgd => dual_apgd::solve(problem, u0, tol, set.max_iterations as u64),
+        _ => newton::solve(problem, bodies, u0, tol, set.max_iterations),
+    };
+    let (res, friction) = match friction {
+        None => (inner(&problem, u0)?, None),
+        Some(fr) => {
+            // Lengths scale with s^{1/(p−1)} (f/s = k̃ δ^{p−1}).
+            let length = problem.scale.powf(1.0 / (set.p - 1.0));
+            let anchor = (0..n)
+                .map(|i| {
+                    let (t1, t2) = op.tangents[i];
+                    [fr.anchor[i].dot(&t1) / length, fr.anchor[i].dot(&t2) / length]
+                })
+                .collect();
+            let f_n0: Vec<f64> = {
+                let fv = f_cd.view()?;
+                (0..n).map(|i| fv[3 * i] / problem.scale).collect()
+            };
+            let out = tresca::solve(&mut problem, u0, anchor, &f_n0, &fr.coulomb, tol, set.method != CompatMethod::Apgd, inner)?;
+            let f_t = (0..n)
+                .map(|i| {
+                    let (t1, t2) = op.tangents[i];
+                    t1 * out.result.f[3 * i + 1] + t2 * out.result.f[3 * i + 2]
+                })
+                .collect();
+            let anchor = (0..n)
+                .map(|i| {
+                    let (t1, t2) = op.tangents[i];
+                    (t1 * out.anchor[i][0] + t2 * out.anchor[i][1]) * length
+                })
+                .collect();
+            (out.result, Some(FrictionOut { f_t, anchor, sliding: out.sliding, rounds: out.rounds }))
+        }
     };
     {
         let uv = res.u.view()?;
@@ -388,13 +508,15 @@ pub fn solve_dual(
         CompatMethod::Apgd => (0, res.iterations),
         _ => (res.iterations as u32, res.linear),
     };
+    let rows = op.rows;
     let out = CompatResult {
-        f: res.f,
+        f: (0..n).map(|i| res.f[rows * i]).collect(),
         outer,
         inner,
         feasibility: res.feasibility,
         optimality: 0.0,
         converged: res.converged,
+        friction,
     };
     Ok((out, warmed))
 }
@@ -482,5 +604,5 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, f_cd: &Vector, k: &[f64], se
         omega = (0.1 * omega).max(set.optimality_tolerance);
     }
     let f: Vec<f64> = x.view()?.iter().map(|v| v * scale).collect();
-    Ok(CompatResult { f, outer, inner, feasibility, optimality, converged })
+    Ok(CompatResult { f, outer, inner, feasibility, optimality, converged, friction: None })
 }

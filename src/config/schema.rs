@@ -127,6 +127,11 @@ pub struct CompatibilityCfg {
     /// APGD iterations per subproblem (default 20000; augmented-lagrangian only).
     #[schemars(extend("x-default" = "20000"))]
     pub max_inner: Option<u32>,
+    /// κ = k_t / k_n, the tangential springs' stiffness relative to the
+    /// normal ones (frictional materials; default 2/7: a solid sphere's
+    /// tangential and normal contact vibrations then have the same period).
+    #[schemars(extend("x-default" = "2/7"))]
+    pub tangential_ratio: Option<f64>,
     /// Relative stiffness of material pairs (`[[compatibility.stiffness]]`);
     /// also read by the DEM with `dem.pair_stiffness = true`.
     #[serde(default)]
@@ -308,7 +313,7 @@ pub struct ContactCfg {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimulationCfg {
-    /// The physics: "cd" (frictionless Contact Dynamics), "compatible-cd"
+    /// The physics: "cd" (Contact Dynamics, exact Coulomb friction), "compatible-cd"
     /// (CD plus the compatible contact forces) or "dem" (implicit barrier DEM).
     #[schemars(with = "String", extend("enum" = ["cd", "compatible-cd", "dem"]))]
     pub solver: SolverKind,
@@ -357,13 +362,13 @@ pub struct MaterialCfg {
     #[schemars(extend("x-unit" = "1", "x-default" = "none"))]
     pub poisson: Option<f64>,
     /// Static Coulomb coefficient μ_s (a contact takes the mean of its two
-    /// materials'; a wall its own material's); compatible-cd is
-    /// frictionless and refuses it.
+    /// materials'; a wall its own material's). Refused by cd's PGS and
+    /// compatible-cd's augmented Lagrangian (frictionless).
     #[serde(default)]
-    #[schemars(extend("x-unit" = "1", "x-solvers" = ["cd", "dem"]))]
+    #[schemars(extend("x-unit" = "1"))]
     pub friction: f64,
     /// Dynamic coefficient μ_d (defaults to μ_s; the mean of the two, as μ_s).
-    #[schemars(extend("x-unit" = "1", "x-default" = "friction", "x-solvers" = ["cd", "dem"]))]
+    #[schemars(extend("x-unit" = "1", "x-default" = "friction"))]
     pub friction_dynamic: Option<f64>,
     /// Normal restitution e_n (a contact uses the smaller of its two
     /// materials'); the DEM damps with `dem.damping` instead.

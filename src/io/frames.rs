@@ -520,13 +520,13 @@ impl FrameWriter {
 
     /// Contact force summed on each body of the slab `b` from the sorted
     /// contacts `c` (on b: f_n·normal + f_t, on a its opposite; walls take
-    /// no share), f_n from the table's normal-force column.
+    /// no share), f_n and f_t from the table's force columns.
     fn body_forces(&self, b: &super::redistribute::Redistributed, c: &ContactTable) -> Vec<Vector3<f64>> {
         let (ia, ib) = (u64_column(c, "body_a"), u64_column(c, "body_b"));
         let id = |v: Option<&[u64]>, k: usize| v.map_or(0, |v| v[k]);
         let normal = f64_column(c, "normal");
         let f_n = f64_column(c, &c.normal_force);
-        let f_t = f64_column(c, "force_tangent");
+        let f_t = f64_column(c, &c.tangent_force);
         let v3 = |v: Option<&[f64]>, k: usize| v.map_or_else(Vector3::zeros, |v| Vector3::from_column_slice(&v[3 * k..3 * k + 3]));
         // Item 2k is the force on a of contact k, item 2k + 1 that on b.
         let item = |i: usize| {

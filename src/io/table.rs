@@ -14,10 +14,10 @@ pub struct ContactField {
     pub name: &'static str,
     pub width: usize,
     pub values: Vec<f64>,
-    /// This scalar field stands for the normal force in the per-body force
-    /// sums of frames (compatible-cd's compatible forces), in place of the
-    /// step's `force_normal`.
-    pub normal_force: bool,
+    /// The step's column this field stands for in the per-body force sums
+    /// of frames (`force_normal` or `force_tangent`: compatible-cd's
+    /// compatible forces), if any.
+    pub replaces: Option<&'static str>,
 }
 
 /// The values of one column, `width` per contact.
@@ -44,14 +44,16 @@ pub struct ContactTable {
     pub rows: usize,
     pub columns: Vec<Column>,
     /// The scalar column that stands for the normal force in per-body sums
-    /// (`force_normal` unless a solver's field says otherwise).
+    /// (`force_normal` unless a solver's field says otherwise), and the
+    /// 3-vector column of the tangential force (`force_tangent`).
     pub normal_force: String,
+    pub tangent_force: String,
 }
 
 impl ContactTable {
     /// An empty table for `rows` contacts.
     pub fn new(rows: usize) -> Self {
-        Self { rows, columns: Vec::new(), normal_force: "force_normal".to_string() }
+        Self { rows, columns: Vec::new(), normal_force: "force_normal".to_string(), tangent_force: "force_tangent".to_string() }
     }
 
     fn add(&mut self, name: &str, width: usize, len: usize, data: ColumnData) {

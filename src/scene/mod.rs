@@ -289,6 +289,8 @@ pub struct CompatSettings {
     pub max_outer: u32,
     /// APGD iterations per subproblem.
     pub max_inner: u32,
+    /// κ = k_t / k_n of the tangential springs (frictional scenes).
+    pub tangential_ratio: f64,
 }
 
 impl Default for CompatSettings {
@@ -302,6 +304,7 @@ impl Default for CompatSettings {
             optimality_tolerance: 1e-10,
             max_outer: 60,
             max_inner: 20_000,
+            tangential_ratio: 2.0 / 7.0,
         }
     }
 }

@@ -10,6 +10,10 @@ pub struct Contact {
     pub gap: f64,
     /// Tangential (friction) force on body b (the wall for a ground contact).
     pub force_tangent: [f64; 3],
+    pub normal: [f64; 3],
+    /// compatible-cd's normal and tangential forces (zero when absent).
+    pub force_compatible: f64,
+    pub force_compatible_tangent: [f64; 3],
 }
 
 #[derive(Debug, Clone)]
@@ -43,6 +47,10 @@ pub fn frames(dir: &Path) -> Vec<Frame> {
         let body_b = c.dataset("body_b").unwrap().read_raw::<u64>().unwrap();
         let point = rows::<3>(&c, "point");
         let ft = rows::<3>(&c, "force_tangent");
+        let normal = rows::<3>(&c, "normal");
+        let has = |name: &str| c.member_names().unwrap().iter().any(|m| m == name);
+        let fc = if has("force_compatible") { c.dataset("force_compatible").unwrap().read_raw::<f64>().unwrap() } else { vec![0.0; fnorm.len()] };
+        let fct = if has("force_compatible_tangent") { rows::<3>(&c, "force_compatible_tangent") } else { vec![[0.0; 3]; fnorm.len()] };
         let contacts = (0..fnorm.len())
             .map(|k| Contact {
                 body_a: body_a[k],
@@ -51,6 +59,9 @@ pub fn frames(dir: &Path) -> Vec<Frame> {
                 force_normal: fnorm[k],
                 gap: gap[k],
                 force_tangent: ft[k],
+                normal: normal[k],
+                force_compatible: fc[k],
+                force_compatible_tangent: fct[k],
             })
             .collect();
         out.push(Frame {

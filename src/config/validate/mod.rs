@@ -69,7 +69,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<(Scene, Vec
     checks::check_overlaps(&c, &bodies, &shapes, &walls, &origin)?;
     let output = output(&c, &cfg.output)?;
     let solver = solvers::solver_settings(&c, &cfg.solver, simulation.solver)?;
-    solvers::check_friction(&c, &cfg.material, &simulation, &solver)?;
+    solvers::check_friction(&c, &cfg.material, &simulation, &solver, cfg.compatibility.method)?;
     let contact = contact(&c, &cfg.contact, &shapes)?;
     let imbalance = cfg.parallel.imbalance;
     if !(imbalance.is_finite() && imbalance >= 1.0) {

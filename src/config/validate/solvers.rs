@@ -31,9 +31,16 @@ pub(super) fn solver_settings(c: &Ctx, cfg: &SolverCfg, solver: SolverKind) -> R
     Ok(SolverOwned::resolved("[solver]", settings))
 }
 
-/// Friction where the solver has none: compatible-cd (frictionless
-/// compatibility) and PGS refuse a material with μ_s or μ_d > 0.
-pub(super) fn check_friction(c: &Ctx, materials: &[MaterialCfg], sim: &Simulation, solver: &SolverOwned<SolverSettings>) -> Result<(), ConfigError> {
+/// Friction where the solver has none: PGS, and compatible-cd's
+/// augmented-Lagrangian method (frictionless), refuse a material with μ_s
+/// or μ_d > 0.
+pub(super) fn check_friction(
+    c: &Ctx,
+    materials: &[MaterialCfg],
+    sim: &Simulation,
+    solver: &SolverOwned<SolverSettings>,
+    compat_method: Option<crate::scene::CompatMethod>,
+) -> Result<(), ConfigError> {
     let with = materials.iter().enumerate().find_map(|(i, m)| {
         if m.friction > 0.0 {
             Some((i, "friction"))
@@ -44,8 +51,8 @@ pub(super) fn check_friction(c: &Ctx, materials: &[MaterialCfg], sim: &Simulatio
         }
     });
     let Some((i, key)) = with else { return Ok(()) };
-    if sim.solver == SolverKind::CompatibleCd {
-        return Err(c.err(format!("material[{i}].{key}"), "solver \"compatible-cd\" is frictionless (use \"cd\" or \"dem\" for frictional grains)"));
+    if sim.solver == SolverKind::CompatibleCd && compat_method == Some(crate::scene::CompatMethod::AugmentedLagrangian) {
+        return Err(c.err("compatibility.method", format!("\"augmented-lagrangian\" is frictionless and material[{i}] has {key} (use method = \"newton\", the default, or \"apgd\")")));
     }
     if solver.get().is_some_and(|s| s.method == crate::scene::CdMethod::Pgs) {
         return Err(c.err("solver.method", format!("\"pgs\" is frictionless and material[{i}] has friction (use method = \"apgd\", the default)")));
@@ -134,6 +141,7 @@ fn compat_settings(c: &Ctx, cfg: &CompatibilityCfg, materials: &[MaterialCfg]) -
         optimality_tolerance: tol("compatibility.optimality_tolerance", cfg.optimality_tolerance, d.optimality_tolerance)?,
         max_outer: count("compatibility.max_outer", cfg.max_outer, d.max_outer)?,
         max_inner: count("compatibility.max_inner", cfg.max_inner, d.max_inner)?,
+        tangential_ratio: tol("compatibility.tangential_ratio", cfg.tangential_ratio, d.tangential_ratio)?,
     };
     Ok((settings, pair_stiffness))
 }

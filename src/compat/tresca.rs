@@ -1,0 +1,154 @@
+//! Compatible frictional forces: the dual Π(u) with the contacts'
+//! tangential springs ([`super::dual::Tangential`]) solved as a sequence of
+//! Tresca problems. Each round freezes the bound τ = μ f_n (and, for
+//! p ≠ 2, Mindlin's k_t = κ ∂f_n/∂δ) at the previous round's forces,
+//! minimises Π by Newton or APGD from the previous round's u, and stops
+//! when the new bounds no longer change any tangential force by more than
+//! the solve's tolerance: then f_t is the Coulomb return of the trial
+//! spring force, |f_t| ≤ μ f_n, with equality only where the spring slides.
+//!
+//! μ_s and μ_d: a contact slides when its trial force exceeds μ_s f_n, or
+//! μ_d f_n when it slid at the previous solve or round; a sliding contact
+//! is bounded by μ_d f_n, the others by μ_s f_n.
+use super::dual::{spring, Dual, DualResult, Tangential};
+use crate::petsc::{Result, Vector};
+
+/// Tresca rounds before a solve is reported as not converged.
+pub const MAX_ROUNDS: u32 = 100;
+
+/// Tresca rounds before the coupled Newton may take over (when a round no
+/// longer halves the change). Measured on the n = 20 pyramid.
+const SWITCH_AFTER: u32 = 1;
+
+/// Smallest approach in Mindlin's k_t = κ (p−1) k̃ δ^{p−2} when p < 2.
+const DELTA_FLOOR: f64 = 1e-8;
+
+/// The friction data of one compatible solve, per local contact.
+pub struct Friction<'a> {
+    pub mu_s: &'a [f64],
+    pub mu_d: &'a [f64],
+    /// Slid at the previous compatible solve.
+    pub was_sliding: &'a [bool],
+    /// k_t / k_n.
+    pub kappa: f64,
+}
+
+/// How the rounds ended.
+pub struct Rounds {
+    pub result: DualResult,
+    pub rounds: u32,
+    /// Contacts whose spring slides at the end.
+    pub sliding: Vec<bool>,
+    /// e' = s_el − B_t u: the elastic tangential displacement that the next
+    /// solve's u = 0 stands for (scaled units, along t1, t2).
+    pub anchor: Vec<[f64; 2]>,
+}
+
+/// k_t of contact `i` at normal force `f_n` (scaled): κ k̃ for p = 2, else
+/// κ (p−1) k̃ δ^{p−2} at the approach δ that carries f_n.
+fn stiffness(dual: &Dual, kappa: f64, i: usize, f_n: f64) -> f64 {
+    let (k, p) = (dual.k[i], dual.p);
+    if p == 2.0 || k == 0.0 {
+        return kappa * k;
+    }
+    let delta = (f_n.max(0.0) / k).powf(1.0 / (p - 1.0));
+    let delta = if p < 2.0 { delta.max(DELTA_FLOOR) } else { delta };
+    kappa * (p - 1.0) * k * delta.powf(p - 2.0)
+}
+
+/// Solves the frictional dual from `u0` (scaled) with the elastic history
+/// `anchor` (scaled) and the first bounds from `f_n0` (scaled normal forces,
+/// CD's). `inner(dual, u0)` is one solve (Newton or APGD) of the problem
+/// `dual` holds. Tresca rounds first; with `coupled` (Newton) the rounds
+/// stop once they no longer halve the change and the Coulomb problem is
+/// solved whole from there (τ = μ f_n(u) inside the Newton iterations),
+/// again until the sliding contacts keep their μ. Collective.
+#[allow(clippy::too_many_arguments)]
+pub fn solve<S>(dual: &mut Dual, u0: Option<Vector>, anchor: Vec<[f64; 2]>, f_n0: &[f64], fr: &Friction, tol: f64, coupled: bool, mut inner: S) -> Result<Rounds>
+where
+    S: FnMut(&Dual, Option<Vector>) -> Result<DualResult>,
+{
+    let nc = dual.k.len();
+    let mut sliding = fr.was_sliding.to_vec();
+    let mu_of = |sliding: bool, i: usize| if sliding { fr.mu_d[i] } else { fr.mu_s[i] };
+    let mu: Vec<f64> = (0..nc).map(|i| mu_of(sliding[i], i)).collect();
+    dual.friction = Some(Tangential {
+        anchor,
+        tau: (0..nc).map(|i| mu[i] * f_n0[i].max(0.0)).collect(),
+        kt: (0..nc).map(|i| stiffness(dual, fr.kappa, i, f_n0[i])).collect(),
+        mu,
+        coupled: false,
+    });
+    let mut u = u0;
+    let (mut iterations, mut linear, mut rounds) = (0u64, 0u64, 0u32);
+    let mut last_change = f64::INFINITY;
+    let mut delta = dual.op.contact_vec()?;
+    loop {
+        rounds += 1;
+        let mut res = inner(dual, u.take())?;
+        iterations += res.iterations;
+        linear += res.linear;
+        // The bounds and stiffnesses at this solve's forces, and how much
+        // they would change its tangential forces.
+        dual.approach(&res.u, &mut delta)?;
+        let t = dual.friction.as_ref().expect("set above");
+        let (mut tau, mut kt, mut mu) = (t.tau.clone(), t.kt.clone(), t.mu.clone());
+        let mut change = 0.0f64;
+        let mut switched = 0u64;
+        {
+            let dv = delta.view()?;
+            for i in 0..nc {
+                let f_n = res.f[3 * i] / dual.scale;
+                let bt_u = [-dv[3 * i + 1], -dv[3 * i + 2]];
+                let (s, f_old) = t.force(i, bt_u, f_n);
+                kt[i] = stiffness(dual, fr.kappa, i, f_n);
+                let trial = kt[i] * s[0].hypot(s[1]);
+                let slides = trial > fr.mu_s[i] * f_n.max(0.0) || (sliding[i] && trial > fr.mu_d[i] * f_n.max(0.0));
+                switched += (slides != sliding[i] && fr.mu_s[i] != fr.mu_d[i]) as u64;
+                sliding[i] = slides;
+                mu[i] = mu_of(slides, i);
+                tau[i] = mu[i] * f_n.max(0.0);
+                let (_, f_new) = spring(t.anchor[i], tau[i], kt[i], bt_u);
+                change = change.max((f_new[0] - f_old[0]).hypot(f_new[1] - f_old[1]));
+            }
+        }
+        let change = crate::parallel::max_f64(dual.comm, change);
+        let switched = crate::parallel::sum_u64(dual.comm, switched);
+        let stage = if t.coupled { "Coulomb" } else { "Tresca" };
+        log::debug!("compatibility: {stage} solve {rounds}: {} iterations, tangential forces change by {change:e}, {switched} contacts change μ", res.iterations);
+        let done = if t.coupled { switched == 0 && res.converged } else { change <= tol };
+        // A coupled solve that did not move cannot be helped by another.
+        let stuck = t.coupled && !res.converged && res.iterations == 0;
+        if done || stuck || rounds >= MAX_ROUNDS || crate::parallel::signals::stopping() {
+            res.converged &= done;
+            res.iterations = iterations;
+            res.linear = linear;
+            let anchor = anchors(dual, &res, &delta)?;
+            return Ok(Rounds { result: res, rounds, sliding, anchor });
+        }
+        let slow = rounds >= SWITCH_AFTER && change > 0.5 * last_change;
+        last_change = change;
+        let t = dual.friction.as_mut().expect("set above");
+        t.coupled |= coupled && slow;
+        t.tau = tau;
+        t.kt = kt;
+        t.mu = mu;
+        u = Some(res.u);
+    }
+}
+
+/// e' = s_el − B_t u at the end of a solve: s_el is s, or its return to
+/// the disc where the spring slides (0 without a spring). Collective.
+fn anchors(dual: &Dual, res: &DualResult, delta: &Vector) -> Result<Vec<[f64; 2]>> {
+    let t = dual.friction.as_ref().expect("a frictional problem");
+    let dv = delta.view()?;
+    Ok((0..dual.k.len())
+        .map(|i| {
+            let bt_u = [-dv[3 * i + 1], -dv[3 * i + 2]];
+            let f_n = res.f[3 * i] / dual.scale;
+            let (_, f) = t.force(i, bt_u, f_n);
+            let el = if t.kt[i] > 0.0 && t.bound(i, f_n) > 0.0 { [-f[0] / t.kt[i], -f[1] / t.kt[i]] } else { [0.0; 2] };
+            [el[0] - bt_u[0], el[1] - bt_u[1]]
+        })
+        .collect())
+}

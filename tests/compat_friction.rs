@@ -1,0 +1,288 @@
+//! Compatible frictional forces (`compatible-cd` with friction): the rigid
+//! limit of a network of normal and tangential springs (k_t = κ k_n) with
+//! Coulomb sliders. Where no contact slides the forces are those of the
+//! linear spring network on the rigid geometry, which each test solves
+//! here by hand (dense 6 × 6 blocks per free body, nalgebra's LU or SVD):
+//! a cube on four corners loaded off-centre, a sphere in a V-groove, and
+//! the n = 8 cannonball pyramid with its layers apart in-plane, on 1, 2
+//! and 3 ranks. Above its threshold the V-groove's sphere gives the
+//! Coulomb-bounded statics.
+mod common;
+use common::frames::{frames, Frame};
+use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
+use std::path::Path;
+
+const WALL: u64 = 1 << 63;
+
+fn v3(a: [f64; 3]) -> Vector3<f64> {
+    Vector3::from(a)
+}
+
+fn skew(r: &Vector3<f64>) -> Matrix3<f64> {
+    r.cross_matrix()
+}
+
+/// The linear spring network on the geometry of `fr`'s contacts that carry
+/// a compatible force: per contact K = k (n nᵀ + κ (I − n nᵀ)) (k = 1)
+/// between the contact points of its bodies; `free(id)` numbers the free
+/// bodies (walls and fixed bodies are None); `load` is the external force
+/// and moment on each free body. Returns the force on body b of every such
+/// contact (frame order; None for the others). Singular modes (a sphere
+/// rolling along a groove) that the load does not drive are left out by
+/// the SVD.
+fn network(fr: &Frame, free: &dyn Fn(u64) -> Option<usize>, n_free: usize, load: &[[f64; 6]], kappa: f64) -> Vec<Option<Vector3<f64>>> {
+    let n = 6 * n_free;
+    let mut a = DMatrix::<f64>::zeros(n, n);
+    // Per contact: (index of a, index of b, J_a, J_b, K) with d = J_b x_b − J_a x_a.
+    type Link = (Option<usize>, Option<usize>, nalgebra::SMatrix<f64, 3, 6>, nalgebra::SMatrix<f64, 3, 6>, Matrix3<f64>);
+    let mut links: Vec<Option<Link>> = Vec::new();
+    for c in &fr.contacts {
+        if c.force_compatible <= 0.0 {
+            links.push(None);
+            continue;
+        }
+        let nrm = v3(c.normal);
+        let k = nrm * nrm.transpose() + kappa * (Matrix3::identity() - nrm * nrm.transpose());
+        let jac = |id: u64| {
+            let mut j = nalgebra::SMatrix::<f64, 3, 6>::zeros();
+            if id < WALL {
+                let r = v3(c.point) - v3(fr.pos[id as usize]);
+                j.fixed_view_mut::<3, 3>(0, 0).copy_from(&Matrix3::identity());
+                j.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-skew(&r)));
+            }
+            j
+        };
+        let (ia, ib) = (free(c.body_a), if c.body_b < WALL { free(c.body_b) } else { None });
+        let (ja, jb) = (jac(c.body_a), jac(c.body_b));
+        // f_b = −K d; body b gets J_bᵀ f_b, body a −J_aᵀ f_b.
+        for (i, ji, si) in [(ia, &ja, -1.0), (ib, &jb, 1.0)] {
+            for (j, jj, sj) in [(ia, &ja, -1.0), (ib, &jb, 1.0)] {
+                if let (Some(i), Some(j)) = (i, j) {
+                    let blk = ji.transpose() * k * jj * (si * sj);
+                    let mut v = a.view_mut((6 * i, 6 * j), (6, 6));
+                    v += blk;
+                }
+            }
+        }
+        links.push(Some((ia, ib, ja, jb, k)));
+    }
+    let rhs = DVector::from_iterator(n, load.iter().flat_map(|l| l.iter().copied()));
+    let x = a.svd(true, true).solve(&rhs, 1e-12).unwrap();
+    let at = |i: Option<usize>| i.map_or_else(nalgebra::SVector::<f64, 6>::zeros, |i| x.fixed_rows::<6>(6 * i).into_owned());
+    links.iter().map(|l| l.as_ref().map(|(ia, ib, ja, jb, k)| -(k * (jb * at(*ib) - ja * at(*ia))))).collect()
+}
+
+/// The compatible force on body b of contact `c` (normal and tangential).
+fn compatible(c: &common::frames::Contact) -> Vector3<f64> {
+    v3(c.normal) * c.force_compatible + v3(c.force_compatible_tangent)
+}
+
+/// max over contacts |f − f_network| / max |f_network|, and that scale.
+fn mismatch(fr: &Frame, want: &[Option<Vector3<f64>>]) -> (f64, f64) {
+    let scale = want.iter().flatten().map(|f| f.norm()).fold(0.0, f64::max);
+    let err = fr.contacts.iter().zip(want).filter_map(|(c, w)| w.map(|w| (compatible(c) - w).norm())).fold(0.0, f64::max);
+    (err / scale, scale)
+}
+
+fn run(np: usize, dir: &Path, name: &str, text: &str) -> Vec<Frame> {
+    frames(&common::run_config(np, dir, name, text).0)
+}
+
+/// A 0.1 m cube (1.5 kg) on its four bottom corners (vertex–face contacts
+/// with the floor), under gravity and a load at an off-centre point.
+fn table_text(kappa: f64) -> String {
+    format!(
+        "[simulation]\nsolver = \"compatible-cd\"\nt_end = 0.003\ndt = 1e-3\ngravity = [0.0, 0.0, -10.0]\n\n\
+         [[material]]\nname = \"block\"\ndensity = 1500.0\nfriction = 10.0\n\n\
+         [[shape]]\nname = \"cube\"\nkind = \"box\"\nsize = [0.1, 0.1, 0.1]\n\n\
+         [[body]]\nshape = \"cube\"\nposition = [0.0, 0.0, 0.05]\n\n\
+         [[load]]\nbody = 0\nforce = [3.0, 1.0, -5.0]\npoint = [0.02, -0.03, 0.05]\n\n\
+         [[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\n\n\
+         [contact]\ndistance = 0.001\nskin = 0.002\n\n\
+         [solver]\ntolerance = 1e-12\n\n\
+         [compatibility]\ntangential_ratio = {kappa:?}\n\n\
+         [output]\ndir = \"OUTDIR\"\nevery = 1\n"
+    )
+}
+
+#[test]
+fn a_table_loaded_off_centre_carries_the_forces_of_the_linear_spring_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let (force, point) = (Vector3::new(3.0, 1.0, -5.0), Vector3::new(0.02, -0.03, 0.05));
+    let moment = point.cross(&force);
+    let w = force + Vector3::new(0.0, 0.0, -15.0);
+    let load = [[w.x, w.y, w.z, moment.x, moment.y, moment.z]];
+    for (kappa, np) in [(2.0 / 7.0, 1), (1.0, 1), (2.0 / 7.0, 2)] {
+        let fr = run(np, dir.path(), &format!("table-{kappa:.3}"), &table_text(kappa));
+        for f in &fr[1..] {
+            assert_eq!(f.contacts.len(), 4, "four legs");
+            let want = network(f, &|id| (id == 0).then_some(0), 1, &load, kappa);
+            let (err, scale) = mismatch(f, &want);
+            eprintln!("κ = {kappa:.3}, {np} rank(s), t = {:.3}: legs within {err:.2e} of the network (largest leg force {scale:.3} N)", f.t);
+            assert!(err <= 1e-9, "κ = {kappa}, {np} rank(s), t = {}: the legs are {err:e} off the spring network", f.t);
+            // Tangential forces there are: the network is not CD's answer.
+            assert!(f.contacts.iter().all(|c| v3(c.force_compatible_tangent).norm() > 0.01 * scale));
+        }
+    }
+}
+
+/// A sphere (r = 0.05, 1500 kg/m³) in a V-groove of two walls at β = 30°
+/// to the floor, under gravity (−10 z) and a horizontal load `fx` across
+/// the groove; μ = `mu`; `extra` lines in `[compatibility]`.
+fn groove_text(fx: f64, mu: f64, extra: &str) -> String {
+    let (s, c) = (0.5f64, 0.75f64.sqrt());
+    let z = 0.05 / c;
+    format!(
+        "[simulation]\nsolver = \"compatible-cd\"\nt_end = 0.003\ndt = 1e-3\ngravity = [0.0, 0.0, -10.0]\n\n\
+         [[material]]\nname = \"steel\"\ndensity = 1500.0\nfriction = {mu:?}\n\n\
+         [[shape]]\nname = \"ball\"\nkind = \"sphere\"\nradius = 0.05\n\n\
+         [[body]]\nshape = \"ball\"\nposition = [0.0, 0.0, {z:?}]\n\n\
+         [[load]]\nbody = 0\nforce = [{fx:?}, 0.0, 0.0]\n\n\
+         [[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [{s:?}, 0.0, {c:?}]\n\n\
+         [[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [{:?}, 0.0, {c:?}]\n\n\
+         [contact]\ndistance = 0.001\nskin = 0.002\n\n\
+         [solver]\ntolerance = 1e-12\n\n\
+         [compatibility]\n{extra}\n\n\
+         [output]\ndir = \"OUTDIR\"\nevery = 1\n",
+        -s
+    )
+}
+
+#[test]
+fn a_sphere_in_a_v_groove_sticks_with_the_network_forces_then_slides_at_mu_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mu, beta) = (0.25, 30f64.to_radians());
+    let mg = 1500.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.05f64.powi(3) * 10.0;
+    for np in [1, 2] {
+        // Below the threshold: the network, whose tangential forces wedge
+        // the sphere (|f_t| / f_n = 0.19 at the unloaded wall).
+        let fx = 0.5;
+        let fr = run(np, dir.path(), &format!("groove-stick-{np}"), &groove_text(fx, mu, ""));
+        let load = [[fx, 0.0, -mg, 0.0, 0.0, 0.0]];
+        for f in &fr[1..] {
+            let want = network(f, &|id| (id == 0).then_some(0), 1, &load, 2.0 / 7.0);
+            let (err, _) = mismatch(f, &want);
+            let ratio = f.contacts.iter().map(|c| v3(c.force_compatible_tangent).norm() / c.force_compatible).fold(0.0, f64::max);
+            eprintln!("{np} rank(s), F = {fx}: within {err:.2e} of the network, largest |f_t|/f_n = {ratio:.4}");
+            assert!(err <= 1e-9, "{np} rank(s): sticking sphere {err:e} off the network");
+            assert!(ratio < mu && ratio > 0.1);
+        }
+        // Above it the network would need |f_t| > μ f_n at the unloaded
+        // wall, which slides: |f_t| = μ f_n there, equal tangential forces
+        // (moment balance about the centre), and the statics
+        // (N1 − N2) sin β = −F, (N1 + N2) cos β + 2 μ N1 sin β = m g.
+        let fx = 2.0;
+        let fr = run(np, dir.path(), &format!("groove-slide-{np}"), &groove_text(fx, mu, ""));
+        let n1 = (mg - fx / beta.tan()) / (2.0 * beta.cos() + 2.0 * mu * beta.sin());
+        let n2 = n1 + fx / beta.sin();
+        for f in &fr[1..] {
+            // The wall with normal (+sin β, 0, cos β) is the unloaded one.
+            let by = |sx: f64| f.contacts.iter().find(|c| c.normal[0] * sx < 0.0).unwrap();
+            let (c1, c2) = (by(1.0), by(-1.0));
+            let (t1, t2) = (v3(c1.force_compatible_tangent).norm(), v3(c2.force_compatible_tangent).norm());
+            let e = [(c1.force_compatible - n1) / n1, (c2.force_compatible - n2) / n2, (t1 - mu * n1) / (mu * n1), (t2 - mu * n1) / (mu * n1)];
+            let err = e.iter().map(|x| x.abs()).fold(0.0, f64::max);
+            eprintln!("{np} rank(s), F = {fx}: N1 = {:.9} (statics {n1:.9}), N2 = {:.9} ({n2:.9}), |f_t| = {t1:.9}, {t2:.9} (μ N1 = {:.9})", c1.force_compatible, c2.force_compatible, mu * n1);
+            assert!(err <= 1e-8, "{np} rank(s): sliding sphere {err:e} off the Coulomb statics");
+            let v = f.vel[0].iter().map(|x| x.abs()).fold(0.0, f64::max);
+            assert!(v <= 1e-9, "the rigid sphere stays: CD finds admissible forces (speed {v})");
+        }
+    }
+}
+
+/// The n = 8 cannonball pyramid, r = 1 cm, base fixed, spheres `gap` apart
+/// in each layer and every layer resting exactly on the one below (centre
+/// distance 2r between layers), μ = 10, κ = `kappa`: explicit bodies (ids
+/// in layer order, the base first).
+fn pyramid_text(gap: f64, kappa: f64, every: u32) -> (String, usize) {
+    let (n, r) = (8, 0.01f64);
+    let d = 2.0 * r + gap;
+    let dz = (4.0 * r * r - d * d / 2.0).sqrt();
+    let mut bodies = String::new();
+    let mut base = 0;
+    for layer in 0..n {
+        let m = n - layer;
+        let half = (m as f64 - 1.0) / 2.0;
+        for j in 0..m {
+            for i in 0..m {
+                let p = [(i as f64 - half) * d, (j as f64 - half) * d, r + layer as f64 * dz];
+                bodies += &format!("[[body]]\nshape = \"ball\"\nposition = {p:?}\nfixed = {}\n\n", layer == 0);
+                base += (layer == 0) as usize;
+            }
+        }
+    }
+    let text = format!(
+        "[simulation]\nsolver = \"compatible-cd\"\nt_end = 0.002\ndt = 1e-3\ngravity = [0.0, 0.0, -9.81]\n\n\
+         [[material]]\nname = \"grain\"\ndensity = 2000.0\nfriction = 10.0\n\n\
+         [[shape]]\nname = \"ball\"\nkind = \"sphere\"\nradius = {r:?}\n\n{bodies}\
+         [contact]\ndistance = {:?}\nskin = {:?}\n\n\
+         [solver]\ntolerance = 1e-12\nmax_iterations = 100000\n\n\
+         [compatibility]\ntangential_ratio = {kappa:?}\n\n\
+         [output]\ndir = \"OUTDIR\"\nevery = {every}\n",
+        0.5 * gap,
+        gap
+    );
+    (text, base)
+}
+
+#[test]
+fn the_n8_pyramid_without_in_layer_contacts_carries_the_linear_spring_network_on_1_2_3_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = 2000.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.01f64.powi(3);
+    for (kappa, ranks) in [(2.0 / 7.0, &[1, 2, 3][..]), (1.0, &[2][..])] {
+        let (text, base) = pyramid_text(2e-4, kappa, 1);
+        let mut reactions = Vec::new();
+        for &np in ranks {
+            let out = common::run_config(np, dir.path(), &format!("pyramid-{kappa:.3}"), &text).0;
+            let fr = frames(&out);
+            let f = fr.last().unwrap();
+            let n_free = f.pos.len() - base;
+            assert!(f.contacts.iter().filter(|c| c.force_compatible > 0.0).all(|c| (v3(f.pos[c.body_a as usize]) - v3(f.pos[c.body_b as usize])).norm() < 0.0201));
+            let load: Vec<[f64; 6]> = (0..n_free).map(|_| [0.0, 0.0, -m * 9.81, 0.0, 0.0, 0.0]).collect();
+            let want = network(f, &|id| (id as usize >= base).then(|| id as usize - base), n_free, &load, kappa);
+            // The base's reactions: the forces on the fixed spheres.
+            let mut net = vec![Vector3::zeros(); base];
+            for (c, w) in f.contacts.iter().zip(&want) {
+                if let (Some(w), true) = (w, (c.body_a as usize) < base) {
+                    net[c.body_a as usize] -= w;
+                }
+            }
+            let got = common::reactions(&out);
+            assert_eq!(got.len(), base);
+            let diff: f64 = got.iter().map(|(id, r)| (v3(*r) - net[*id as usize]).norm_squared()).sum::<f64>().sqrt();
+            let size: f64 = net.iter().map(|r| r.norm_squared()).sum::<f64>().sqrt();
+            let (err, _) = mismatch(f, &want);
+            let tangential = f.contacts.iter().map(|c| v3(c.force_compatible_tangent).norm() / c.force_compatible.max(1e-300)).fold(0.0, f64::max);
+            eprintln!(
+                "κ = {kappa:.3}, {np} rank(s): base reactions within {:.2e} (2-norm, relative) of the network, contact forces within {err:.2e}; largest |f_t|/f_n = {tangential:.3}",
+                diff / size
+            );
+            assert!(diff / size <= 1e-6, "κ = {kappa}, {np} rank(s): base reactions {:e} off the spring network", diff / size);
+            assert!(err <= 1e-6);
+            reactions.push(got);
+        }
+        for r in &reactions[1..] {
+            let d = r.iter().zip(&reactions[0]).map(|(a, b)| (v3(a.1) - v3(b.1)).norm()).fold(0.0, f64::max);
+            assert!(d <= 1e-9, "κ = {kappa}: reactions {d} N apart between rank counts");
+        }
+    }
+}
+
+#[test]
+fn apgd_gives_newtons_compatible_frictional_forces() {
+    // The same elastic–frictional problem by Tresca rounds of APGD: the
+    // table (no slip) and the groove's sphere above its threshold (slip).
+    let dir = tempfile::tempdir().unwrap();
+    for (name, newton, apgd) in [
+        ("table", table_text(2.0 / 7.0), table_text(2.0 / 7.0).replace("[compatibility]\n", "[compatibility]\nmethod = \"apgd\"\n")),
+        ("groove", groove_text(2.0, 0.25, ""), groove_text(2.0, 0.25, "method = \"apgd\"")),
+    ] {
+        let a = run(1, dir.path(), &format!("{name}-newton"), &newton);
+        let b = run(1, dir.path(), &format!("{name}-apgd"), &apgd);
+        let (a, b) = (a.last().unwrap(), b.last().unwrap());
+        let scale = a.contacts.iter().map(|c| compatible(c).norm()).fold(0.0, f64::max);
+        let d = a.contacts.iter().zip(&b.contacts).map(|(x, y)| (compatible(x) - compatible(y)).norm()).fold(0.0, f64::max);
+        eprintln!("{name}: APGD within {:.2e} of Newton (relative)", d / scale);
+        assert!(d <= 1e-8 * scale, "{name}: APGD's forces {d} N from Newton's");
+    }
+}
