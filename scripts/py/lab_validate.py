@@ -5,6 +5,7 @@ shear of the lab configs against the published values (Agnolin & Roux
 
 usage: lab_validate.py [--iso0 OUT] [--iso03 OUT] [--shear OUT]
                        [--margin D] [--notes FILE] [--report VALIDATION.md] [--print]
+       lab_validate.py --check OUT
 
 Each OUT is the output directory of a finished run of
 configs/lab-compression-frictionless.toml, lab-compression-mu03.toml or
@@ -22,7 +23,9 @@ jamming (as scripts/py/lab_plot.py): mean ± standard deviation of the
 frames (the fluctuations).
 
 Writes (or replaces) the section "## Lab tests" of the report, keeping the
-rest; with --print only prints it.
+rest; with --print only prints it. --check OUT compares a run's own
+measurements (stress, coordination, solid fraction of /series) with an
+independent sum over the bodies and contacts of one of its frames.
 """
 import argparse
 import json
@@ -157,6 +160,47 @@ def shear_measures(out, axis=0, normal_axis=2):
     }
 
 
+def cross_check(out):
+    """The run's own measurements of its last frame but one against an
+    independent sum over that frame's bodies and contacts (the arms here
+    from the frame's positions, the run's from the contact detection at the
+    start of the step: equal to round-off at rest)."""
+    with h5py.File(os.path.join(out, "frames.h5"), "r") as f:
+        keys = sorted(f["frames"])
+        g = f["frames"][keys[-2] if len(keys) > 1 else keys[-1]]
+        b, c, se = g["bodies"], g["contacts"], f["series"]
+        row = int(np.nonzero(se["step"][()] == g.attrs["step"])[0][0])
+        free = b["fixed"][()] == 0
+        pos = dict(zip(b["id"][()][free].tolist(), b["position"][()][free]))
+        rad = b["radius"][()][free]
+        ids_a, ids_b = c["body_a"][()], c["body_b"][()]
+        f_n, f_t, n, pt = c["force_normal"][()], c["force_tangent"][()], c["normal"][()], c["point"][()]
+        lo, hi = se["box_lo"][row], se["box_hi"][row]
+        run = {k: se[k][row] for k in ("stress", "coordination", "solid_fraction")}
+        step = int(g.attrs["step"])
+    volume = np.prod(hi - lo)
+    stress = np.zeros((3, 3))
+    ends = 0
+    largest = np.abs(f_n).max() if len(f_n) else 0.0
+    for k in range(len(f_n)):
+        force = n[k] * f_n[k] + f_t[k]
+        a, b_ = int(ids_a[k]), int(ids_b[k])
+        if a in pos:
+            stress += np.outer(force, pt[k] - pos[a])
+        if b_ in pos:
+            stress -= np.outer(force, pt[k] - pos[b_])
+        if f_n[k] > FORCE_CARRYING * largest:
+            ends += (a in pos) + (b_ in pos)
+    stress /= volume
+    scale = np.abs(stress).max() or 1.0
+    return {
+        "step": step,
+        "stress_rel": float(np.abs(stress - np.asarray(run["stress"]).reshape(3, 3)).max() / scale),
+        "coordination": (ends / len(pos), float(run["coordination"])),
+        "solid_fraction": (float((4.0 / 3.0 * np.pi * rad ** 3).sum() / volume), float(run["solid_fraction"])),
+    }
+
+
 def machine():
     cpu = "?"
     try:
@@ -168,38 +212,46 @@ def machine():
 
 
 def section(iso0, iso03, shear, notes):
+    """The report's section: the notes (what was run), the published values
+    next to the measured ones (or "not run here"), the runs' details."""
+    margin = (iso0 or iso03 or {}).get("margin", 2.0)
     L = ["## Lab tests (isotropic compression, quasi-static shear)", ""]
     L += ["References: [AR] " + AGNOLIN + "; [PR] " + PEYNEAU + ". "
-          "Published values are quoted from the papers' abstracts. "
-          "Measured by `scripts/py/lab_validate.py` from the runs' `summary.json` (the run's own measurements "
+          "The published values are quoted from the papers' abstracts. "
+          "Measured by `scripts/py/lab_validate.py` from a finished run's `summary.json` (its own measurements "
           "over the walls' cell) and the last frame of `frames.h5` (a core box: the cell less a layer of "
-          f"{(iso0 or iso03 or {}).get('margin', 2):g} diameters at every wall, where the walls order the beads "
-          "and lower the solid fraction; the papers' packs are periodic, without walls).", ""]
+          f"{margin:g} diameters at every wall, where the walls order the beads and lower the solid fraction; "
+          "the papers' packs are periodic, without walls).", ""]
+    if iso0 or iso03 or shear:
+        L += [f"Runs measured here: {machine()}.", ""]
     L += notes
+    core = lambda r, k: f"{r[k]:.4f} ± {r[k + '_err']:.4f} (cell {r[{'phi_core': 'phi', 'z_core': 'z_bb'}[k]]:.4f})" if r else "not run here"
+    L += ["### Isotropic compression: published and measured", "",
+          "| preparation | quantity | published [AR] | measured (core; whole cell) |", "|---|---|---|---|",
+          f"| μ = 0 (or lubricated), compressed from a granular gas: random close packing, low-pressure limit | Φ | ≃ 0.639 | {core(iso0, 'phi_core')} |",
+          f"| | z* (backbone) | ≃ 6 | {core(iso0, 'z_core')} |",
+          f"| μ = 0.3 throughout, compressed from a granular gas | Φ | ≃ 0.593 | {core(iso03, 'phi_core')} |",
+          f"| | z* (backbone) | ≃ 4.5 | {core(iso03, 'z_core')} |", ""]
     if iso0 or iso03:
-        L += ["### Isotropic compression to p = 1 kPa", "",
-              "| run | Φ cell | Φ core | z* cell | z* core | x₀ rattlers | z all | p [Pa] | I | overlap mean / max [d] | wall [s] |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+        L += ["| run | x₀ rattlers | z all | p [Pa] | I at the end | overlap mean / max [d] | at rest | wall [s] |",
+              "|---|---|---|---|---|---|---|---|"]
         for label, r in (("μ = 0", iso0), ("μ = 0.3", iso03)):
-            if not r:
-                continue
-            L.append(f"| {label} | {r['phi']:.4f} | {r['phi_core']:.4f} ± {r['phi_core_err']:.4f} | {r['z_bb']:.3f} | "
-                     f"{r['z_core']:.3f} ± {r['z_core_err']:.3f} | {r['x0']:.3f} | {r['z']:.3f} | {r['p']:.4g} | "
-                     f"{r['I']:.2g} | {r['overlap_mean']:.1e} / {r['overlap_max']:.1e} | {r['wall']:.0f} |")
+            if r:
+                L.append(f"| {label} | {r['x0']:.3f} | {r['z']:.3f} | {r['p']:.4g} | {r['I']:.2g} | "
+                         f"{r['overlap_mean']:.1e} / {r['overlap_max']:.1e} | {'yes' if r['static'] else 'no'} | {r['wall']:.0f} |")
         L += [""]
+    L += ["### Quasi-static shear of frictionless beads: published and measured", ""]
     if shear:
         r = shear
-        L += ["### Quasi-static plane-strain shear of frictionless beads", "",
-              f"Steady state over axial strain {r['strain_from']:.2f}–{r['strain_end']:.2f} from jamming "
-              f"({r['strain_total']:.2f} from the start), {r['frames']} frames: mean ± standard deviation.", "",
-              "| quantity | measured | published [PR] |", "|---|---|---|",
-              f"| sin φ = (σ_xx − σ_zz)/(σ_xx + σ_zz) | {r['sin_phi'][0]:.4f} ± {r['sin_phi'][1]:.4f} | ≈ 0.1 (see below) |",
-              f"| q/p | {r['q_p'][0]:.4f} ± {r['q_p'][1]:.4f} | — |",
-              f"| Φ (cell) | {r['phi'][0]:.4f} ± {r['phi'][1]:.4f} | Φ_RCP, no dilatancy |",
-              f"| z* | {r['z_bb'][0]:.3f} ± {r['z_bb'][1]:.3f} | — |",
-              f"| p [Pa] | {r['p'][0]:.4g} ± {r['p'][1]:.2g} | — |",
-              f"| I | {r['I'][0]:.2g} | → 0 (quasi-static limit) |",
-              f"| wall time [s] | {r['wall']:.0f} ({r['steps']} steps, {r['ranks']} ranks) | |", ""]
+        L += [f"Steady state over axial strain {r['strain_from']:.2f}–{r['strain_end']:.2f} from jamming "
+              f"({r['strain_total']:.2f} from the start), {r['frames']} frames: mean ± standard deviation "
+              f"(the fluctuations); wall time {r['wall']:.0f} s ({r['steps']} steps, {r['ranks']} ranks).", ""]
+    ms = lambda k, f: f"{shear[k][0]:{f}} ± {shear[k][1]:{f}}" if shear else "not run here"
+    L += ["| quantity | published [PR] | measured |", "|---|---|---|",
+          f"| macroscopic friction sin φ = (σ₁ − σ₃)/(σ₁ + σ₃) | independent of pressure in the rigid limit (value: see above) | {ms('sin_phi', '.4f')} |",
+          f"| solid fraction Φ | the random close packing value (no dilatancy) | {ms('phi', '.4f')} |",
+          f"| backbone coordination z* | — | {ms('z_bb', '.3f')} |",
+          f"| inertial number I | → 0 (the quasi-static limit) | {ms('I', '.2g')} |", ""]
     return L
 
 
@@ -224,7 +276,11 @@ def main(argv):
     ap.add_argument("--notes", help="a Markdown file inserted after the references: what was run, how, what was changed")
     ap.add_argument("--report", default=os.path.join(ROOT, "VALIDATION.md"))
     ap.add_argument("--print", action="store_true")
+    ap.add_argument("--check", metavar="OUT", help="only compare OUT's own measurements with a sum over its frame's contacts")
     a = ap.parse_args(argv)
+    if a.check:
+        print(json.dumps(cross_check(a.check)))
+        return
     iso0 = iso_measures(a.iso0, 4, a.margin) if a.iso0 else None
     iso03 = iso_measures(a.iso03, 2, a.margin) if a.iso03 else None
     shear = shear_measures(a.shear) if a.shear else None
