@@ -381,7 +381,7 @@ def write_report(a, beams, pyr, dem, total, figs=()):
           "our documented choices in each config. Each case is evaluated from frames.h5 (scripts/py/dem_examples.py); "
           "tests/polyhedra.rs asserts the same quantities on shortened runs.", ""] + dem + [""]
     # The lab tests' section is written by scripts/py/lab_validate.py from
-    # runs of an hour and more: kept as it is.
+    # runs of hours each: kept as it is.
     try:
         with open(a.report) as fh:
             lab = re.search(r"^## Lab tests.*?(?=^## |\Z)", fh.read(), flags=re.S | re.M)
