@@ -3,7 +3,8 @@
 //! summary.json's reactions at the end, series.csv and log.txt with one
 //! header and no repeated rows after a restart, and the derived measures on
 //! a pack whose numbers the statics dictates; then scripts/py/tutorial.py.
-//! And scripts/plot drawing force_compatible when a frame has it.
+//! And scripts/plot drawing force_compatible when a frame has it; and
+//! scripts/py/lab_validate.py --check agreeing with a run's measurements.
 //!
 //! Needs the project venv (`scripts/setup`). Without it the test reports
 //! itself skipped (`common::skip`) and returns, unless `CI` or
@@ -189,4 +190,26 @@ fn plot_draws_force_compatible_when_present() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("no contact column 'force_nope'") && err.lines().count() == 1, "{err}");
+}
+
+/// scripts/py/lab_validate.py --check on the cannonball pyramid at rest
+/// (cd, 2 ranks): its independent sum over a frame's contacts gives the
+/// run's own stress, coordination and solid fraction (the arms differ only
+/// by the bodies' motion within the step: none at rest).
+#[test]
+fn lab_validate_check_agrees_with_the_runs_measurements() {
+    let Some(py) = venv_python("h5py, numpy") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("pyr");
+    let cfg = root().join("configs/cannonball-cd-small.toml");
+    let dir = format!("output.dir={}", out.display());
+    common::mpirun_ok(2, &common::stiffgrain(), &["run", cfg.to_str().unwrap(), "--set", &dir]);
+    let got: Value = serde_json::from_str(&python_ok(&py, &[root().join("scripts/py/lab_validate.py").to_str().unwrap(), "--check", out.to_str().unwrap()])).unwrap();
+    let pair = |k: &str| (got[k][0].as_f64().unwrap(), got[k][1].as_f64().unwrap());
+    let (z, z_run) = pair("coordination");
+    assert!(z > 1.0 && z == z_run, "coordination {z} vs the run's {z_run}");
+    let (phi, phi_run) = pair("solid_fraction");
+    assert!(phi > 0.1 && (phi - phi_run).abs() <= 1e-12 * phi, "solid fraction {phi} vs the run's {phi_run}");
+    let rel = got["stress_rel"].as_f64().unwrap();
+    assert!(rel < 1e-9, "stress differs by {rel} of its largest component");
 }

@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""Lab-test validation: the isotropic compressions and the frictionless
+shear of the lab configs against the published values (Agnolin & Roux
+2007; Peyneau & Roux 2008), as the "Lab tests" section of VALIDATION.md.
+
+usage: lab_validate.py [--iso0 OUT] [--iso03 OUT] [--shear OUT]
+                       [--margin D] [--notes FILE] [--report VALIDATION.md] [--print]
+       lab_validate.py --check OUT
+
+Each OUT is the output directory of a finished run of
+configs/lab-compression-frictionless.toml, lab-compression-mu03.toml or
+lab-shear-frictionless.toml. Besides the run's own measurements (its last
+frame, summary.json `measures`), the pack is measured again from the last
+frame of frames.h5 in a core box, the walls' cell shrunk by `--margin`
+diameters on each side: walls order the first layers of beads and lower
+the solid fraction next to them, while the papers' packs are periodic.
+The backbone is found over the whole pack (rattlers: fewer force-carrying
+contacts than the config's `measure.rattler_contacts`, removed until none
+is left) and its coordination averaged over the backbone beads of the
+core. Error bars of the core values: the standard error over its eight
+octants. The shear's steady state is the second half of its strain from
+jamming (as scripts/py/lab_plot.py): mean ± standard deviation of the
+frames (the fluctuations).
+
+Writes (or replaces) the section "## Lab tests" of the report, keeping the
+rest; with --print only prints it. --check OUT compares a run's own
+measurements (stress, coordination, solid fraction of /series) with an
+independent sum over the bodies and contacts of one of its frames.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import sys
+
+import h5py
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WALL_ID_BASE = 1 << 63
+FORCE_CARRYING = 1e-9  # src/lab.rs FORCE_CARRYING
+
+AGNOLIN = ("I. Agnolin and J.-N. Roux, Internal states of model isotropic granular packings. "
+           "I. Assembling process, geometry, and contact networks, Phys. Rev. E 76, 061302 (2007)")
+PEYNEAU = ("P.-E. Peyneau and J.-N. Roux, Frictionless bead packs have macroscopic friction, "
+           "but no dilatancy, Phys. Rev. E 78, 011307 (2008)")
+
+
+def summary(out):
+    with open(os.path.join(out, "summary.json")) as fh:
+        return json.load(fh)
+
+
+def last_frame(out):
+    with h5py.File(os.path.join(out, "frames.h5"), "r") as f:
+        key = sorted(f["frames"])[-1]
+        g = f["frames"][key]
+        b, c = g["bodies"], g["contacts"]
+        return {
+            "time": float(g.attrs["time"]),
+            "id": b["id"][()], "position": b["position"][()], "radius": b["radius"][()], "fixed": b["fixed"][()],
+            "a": c["body_a"][()], "b": c["body_b"][()], "f_n": c["force_normal"][()], "gap": c["gap"][()],
+        }
+
+
+def series(out):
+    with h5py.File(os.path.join(out, "frames.h5"), "r") as f:
+        return {k: v[()] for k, v in f["series"].items()}
+
+
+def backbone(frame, k):
+    """Backbone ends per free body: force-carrying contacts, rattlers (< k
+    ends to bodies still there or to a wall) removed until none is left."""
+    free = {int(i) for i, fx in zip(frame["id"], frame["fixed"]) if not fx}
+    f_n = frame["f_n"]
+    carrying = f_n > FORCE_CARRYING * (np.abs(f_n).max() if len(f_n) else 0.0)
+    partners = {i: [] for i in free}
+    for a, b in zip(frame["a"][carrying], frame["b"][carrying]):
+        a, b = int(a), int(b)
+        a_free, b_free = a in free, b in free
+        if a_free:
+            partners[a].append(b if b_free else -1)
+        if b_free:
+            partners[b].append(a if a_free else -1)
+    alive = dict(partners)
+    while True:
+        gone = [i for i, p in alive.items() if len(p) < k]
+        if not gone:
+            break
+        for i in gone:
+            for p in alive.pop(i):
+                if p in alive:
+                    alive[p].remove(i)
+    return {i: len(p) for i, p in alive.items()}
+
+
+def iso_measures(out, k, margin):
+    """The run's measures, and Φ, z* recomputed over the core."""
+    s = summary(out)
+    m = s["measures"]
+    fr = last_frame(out)
+    lo, hi = np.array(m["box_lo"]), np.array(m["box_hi"])
+    free = fr["fixed"] == 0
+    pos, rad = fr["position"][free], fr["radius"][free]
+    ids = fr["id"][free]
+    d = 2.0 * rad.mean()
+    clo, chi = lo + margin * d, hi - margin * d
+    ends = backbone(fr, k)
+    # Whole pack, as src/lab.rs (a cross-check of the run's own numbers).
+    z_all = sum(ends.values()) / len(ends) if ends else 0.0
+    mid = 0.5 * (clo + chi)
+    octs = []
+    for o in range(8):
+        olo = np.where([(o >> a) & 1 for a in range(3)], mid, clo)
+        ohi = np.where([(o >> a) & 1 for a in range(3)], chi, mid)
+        inside = np.all((pos >= olo) & (pos < ohi), axis=1)
+        phi = (4.0 / 3.0 * np.pi * rad[inside] ** 3).sum() / np.prod(ohi - olo)
+        bb = [ends[int(i)] for i in ids[inside] if int(i) in ends]
+        octs.append((phi, sum(bb), len(bb), inside.sum()))
+    octs = np.array(octs, dtype=float)
+    phi_core = (octs[:, 0] * 1.0).mean()
+    z_oct = octs[:, 1] / np.maximum(octs[:, 2], 1)
+    # The barrier keeps gaps positive: a contact carries force below the
+    # activation gap, the more the smaller its gap.
+    f_n = fr["f_n"]
+    gaps = fr["gap"][f_n > FORCE_CARRYING * (np.abs(f_n).max() if len(f_n) else 0.0)]
+    return {
+        "bodies": int(free.sum()), "time": fr["time"], "steps": s["steps"], "wall": s["wall_time"],
+        "static": s["reached_static"], "ranks": s["ranks"],
+        "phi": m["solid_fraction"], "z": m["coordination"], "z_bb": m["coordination_backbone"],
+        "x0": m["rattler_fraction"], "p": m["pressure"], "q_p": m["stress_ratio"], "I": m["inertial_number"],
+        "z_bb_check": z_all,
+        "phi_core": phi_core, "phi_core_err": octs[:, 0].std(ddof=1) / np.sqrt(8),
+        "z_core": octs[:, 1].sum() / max(octs[:, 2].sum(), 1), "z_core_err": z_oct.std(ddof=1) / np.sqrt(8),
+        "core_bodies": int(octs[:, 3].sum()), "margin": margin,
+        "gap_mean": gaps.mean() / d if len(gaps) else 0.0,
+        "gap_min": gaps.min() / d if len(gaps) else 0.0,
+    }
+
+
+def shear_measures(out, axis=0, normal_axis=2):
+    """Steady state of the biaxial shear over the second half of the strain
+    from jamming: q/p, sin φ = (σ1 − σ3)/(σ1 + σ3) of the two loaded axes, Φ."""
+    s = summary(out)
+    se = series(out)
+    length = se["box_hi"] - se["box_lo"]
+    jammed = np.nonzero(se["coordination_backbone"] > 0)[0]
+    start = int(jammed[0]) if len(jammed) else 0
+    strain = np.log(length[start, axis] / length[:, axis])
+    rows = np.arange(len(strain)) >= start
+    half = rows & (strain >= 0.5 * strain[-1])
+    st = se["stress"].reshape(-1, 3, 3)
+    s1, s3 = st[:, axis, axis], st[:, normal_axis, normal_axis]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sin_phi = np.where(s1 + s3 > 0, (s1 - s3) / (s1 + s3), 0.0)
+    ms = lambda v: (float(v[half].mean()), float(v[half].std()))
+    return {
+        "bodies": s["bodies"], "wall": s["wall_time"], "steps": s["steps"], "ranks": s["ranks"],
+        "strain_end": float(strain[-1]), "strain_from": float(strain[half][0]), "frames": int(half.sum()),
+        "strain_total": float(np.log(length[0, axis] / length[-1, axis])),
+        "q_p": ms(se["stress_ratio"]), "sin_phi": ms(sin_phi), "phi": ms(se["solid_fraction"]),
+        "p": ms(se["pressure"]), "I": ms(se["inertial_number"]), "z_bb": ms(se["coordination_backbone"]),
+    }
+
+
+def cross_check(out):
+    """The run's own measurements of its last frame but one against an
+    independent sum over that frame's bodies and contacts (the arms here
+    from the frame's positions, the run's from the contact detection at the
+    start of the step: equal to round-off at rest)."""
+    with h5py.File(os.path.join(out, "frames.h5"), "r") as f:
+        keys = sorted(f["frames"])
+        g = f["frames"][keys[-2] if len(keys) > 1 else keys[-1]]
+        b, c, se = g["bodies"], g["contacts"], f["series"]
+        row = int(np.nonzero(se["step"][()] == g.attrs["step"])[0][0])
+        free = b["fixed"][()] == 0
+        pos = dict(zip(b["id"][()][free].tolist(), b["position"][()][free]))
+        rad = b["radius"][()][free]
+        ids_a, ids_b = c["body_a"][()], c["body_b"][()]
+        f_n, f_t, n, pt = c["force_normal"][()], c["force_tangent"][()], c["normal"][()], c["point"][()]
+        lo, hi = se["box_lo"][row], se["box_hi"][row]
+        run = {k: se[k][row] for k in ("stress", "coordination", "solid_fraction")}
+        step = int(g.attrs["step"])
+    volume = np.prod(hi - lo)
+    stress = np.zeros((3, 3))
+    ends = 0
+    largest = np.abs(f_n).max() if len(f_n) else 0.0
+    for k in range(len(f_n)):
+        force = n[k] * f_n[k] + f_t[k]
+        a, b_ = int(ids_a[k]), int(ids_b[k])
+        if a in pos:
+            stress += np.outer(force, pt[k] - pos[a])
+        if b_ in pos:
+            stress -= np.outer(force, pt[k] - pos[b_])
+        if f_n[k] > FORCE_CARRYING * largest:
+            ends += (a in pos) + (b_ in pos)
+    stress /= volume
+    scale = np.abs(stress).max() or 1.0
+    return {
+        "step": step,
+        "stress_rel": float(np.abs(stress - np.asarray(run["stress"]).reshape(3, 3)).max() / scale),
+        "coordination": (ends / len(pos), float(run["coordination"])),
+        "solid_fraction": (float((4.0 / 3.0 * np.pi * rad ** 3).sum() / volume), float(run["solid_fraction"])),
+    }
+
+
+def machine():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next(l.split(":", 1)[1].strip() for l in fh if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{platform.node()} ({cpu}, {os.cpu_count()} cores)"
+
+
+def section(iso0, iso03, shear, notes):
+    """The report's section: the notes (what was run), the published values
+    next to the measured ones (or "not run here"), the runs' details."""
+    margin = (iso0 or iso03 or {}).get("margin", 2.0)
+    L = ["## Lab tests (isotropic compression, quasi-static shear)", ""]
+    L += ["References: [AR] " + AGNOLIN + "; [PR] " + PEYNEAU + ". "
+          "The published values are quoted from the papers' abstracts. "
+          "Measured by `scripts/py/lab_validate.py` from a finished run's `summary.json` (its own measurements "
+          "over the walls' cell) and the last frame of `frames.h5` (a core box: the cell less a layer of "
+          f"{margin:g} diameters at every wall, where the walls order the beads and lower the solid fraction; "
+          "the papers' packs are periodic, without walls).", ""]
+    if iso0 or iso03 or shear:
+        L += [f"Runs measured here: {machine()}.", ""]
+    L += notes
+    core = lambda r, k: f"{r[k]:.4f} ± {r[k + '_err']:.4f} (cell {r[{'phi_core': 'phi', 'z_core': 'z_bb'}[k]]:.4f})" if r else "not run here"
+    L += ["### Isotropic compression: published and measured", "",
+          "| preparation | quantity | published [AR] | measured (core; whole cell) |", "|---|---|---|---|",
+          f"| μ = 0 (or lubricated), compressed from a granular gas: random close packing, low-pressure limit | Φ | ≃ 0.639 | {core(iso0, 'phi_core')} |",
+          f"| | z* (backbone) | ≃ 6 | {core(iso0, 'z_core')} |",
+          f"| μ = 0.3 throughout, compressed from a granular gas | Φ | ≃ 0.593 | {core(iso03, 'phi_core')} |",
+          f"| | z* (backbone) | ≃ 4.5 | {core(iso03, 'z_core')} |", ""]
+    if iso0 or iso03:
+        L += ["| run | x₀ rattlers | z all | p [Pa] | I at the end | gap of the force-carrying contacts, mean / min [d] | at rest | wall [s] |",
+              "|---|---|---|---|---|---|---|---|"]
+        for label, r in (("μ = 0", iso0), ("μ = 0.3", iso03)):
+            if r:
+                L.append(f"| {label} | {r['x0']:.3f} | {r['z']:.3f} | {r['p']:.4g} | {r['I']:.2g} | "
+                         f"{r['gap_mean']:.1e} / {r['gap_min']:.1e} | {'yes' if r['static'] else 'no'} | {r['wall']:.0f} |")
+        L += [""]
+    L += ["### Quasi-static shear of frictionless beads: published and measured", ""]
+    if shear:
+        r = shear
+        L += [f"Steady state over axial strain {r['strain_from']:.2f}–{r['strain_end']:.2f} from jamming "
+              f"({r['strain_total']:.2f} from the start), {r['frames']} frames: mean ± standard deviation "
+              f"(the fluctuations); wall time {r['wall']:.0f} s ({r['steps']} steps, {r['ranks']} ranks).", ""]
+    ms = lambda k, f: f"{shear[k][0]:{f}} ± {shear[k][1]:{f}}" if shear else "not run here"
+    L += ["| quantity | published [PR] | measured |", "|---|---|---|",
+          f"| macroscopic friction sin φ = (σ₁ − σ₃)/(σ₁ + σ₃) | independent of pressure in the rigid limit (value: see above) | {ms('sin_phi', '.4f')} |",
+          f"| solid fraction Φ | the random close packing value (no dilatancy) | {ms('phi', '.4f')} |",
+          f"| backbone coordination z* | — | {ms('z_bb', '.3f')} |",
+          f"| inertial number I | → 0 (the quasi-static limit) | {ms('I', '.2g')} |", ""]
+    return L
+
+
+def replace_section(report, lines):
+    text = open(report).read() if os.path.exists(report) else "# Validation report\n"
+    new = "\n".join(lines).rstrip() + "\n"
+    m = re.search(r"^## Lab tests.*?(?=^## |\Z)", text, flags=re.S | re.M)
+    if m:
+        text = text[:m.start()] + new + ("\n" if m.end() < len(text) else "") + text[m.end():]
+    else:
+        text = text.rstrip() + "\n\n" + new
+    with open(report, "w") as fh:
+        fh.write(text)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--iso0")
+    ap.add_argument("--iso03")
+    ap.add_argument("--shear")
+    ap.add_argument("--margin", type=float, default=2.0, help="core box: the cell less this many diameters at each wall")
+    ap.add_argument("--notes", help="a Markdown file inserted after the references: what was run, how, what was changed")
+    ap.add_argument("--report", default=os.path.join(ROOT, "VALIDATION.md"))
+    ap.add_argument("--print", action="store_true")
+    ap.add_argument("--check", metavar="OUT", help="only compare OUT's own measurements with a sum over its frame's contacts")
+    a = ap.parse_args(argv)
+    if a.check:
+        print(json.dumps(cross_check(a.check)))
+        return
+    iso0 = iso_measures(a.iso0, 4, a.margin) if a.iso0 else None
+    iso03 = iso_measures(a.iso03, 2, a.margin) if a.iso03 else None
+    shear = shear_measures(a.shear) if a.shear else None
+    for name, r in (("iso0", iso0), ("iso03", iso03), ("shear", shear)):
+        if r:
+            print(name, json.dumps(r, default=float), file=sys.stderr)
+    notes = open(a.notes).read().rstrip().split("\n") + [""] if a.notes else []
+    lines = section(iso0, iso03, shear, notes)
+    if a.print:
+        print("\n".join(lines))
+    else:
+        replace_section(a.report, lines)
+        print("wrote", a.report)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
