@@ -84,8 +84,13 @@ fn mismatch(fr: &Frame, want: &[Option<Vector3<f64>>]) -> (f64, f64) {
     (err / scale, scale)
 }
 
+/// The frames of `text` run on `np` ranks; every compatible solve converged.
 fn run(np: usize, dir: &Path, name: &str, text: &str) -> Vec<Frame> {
-    frames(&common::run_config(np, dir, name, text).0)
+    let out = common::run_config(np, dir, name, text).0;
+    let s = common::frames::summary(&out);
+    assert_eq!(s["compatibility_not_converged"], 0, "{name}: {s}");
+    assert!(s["compatibility_solves"].as_u64().unwrap() > 0 && s["compatibility_friction_solves"].as_u64().unwrap() > 0, "{name}: {s}");
+    frames(&out)
 }
 
 /// A 0.1 m cube (1.5 kg) on its four bottom corners (vertex–face contacts

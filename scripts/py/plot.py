@@ -59,7 +59,8 @@ def contact_force_vectors(c, field="force_normal"):
     """Force on body b from body a: the normal force along the a->b normal plus the tangential force."""
     fn = np.asarray(c[field], dtype=float).reshape(-1)
     n = np.asarray(c["normal"], dtype=float).reshape(-1, 3)
-    ft = np.asarray(c.get("force_tangent", np.zeros((len(fn), 3))), dtype=float).reshape(-1, 3)
+    tangent = "force_compatible_tangent" if field == "force_compatible" and "force_compatible_tangent" in c else "force_tangent"
+    ft = np.asarray(c.get(tangent, np.zeros((len(fn), 3))), dtype=float).reshape(-1, 3)
     return fn[:, None] * n + ft
 
 

@@ -188,9 +188,11 @@ class Frame:
 
     def force_vectors(self, field=None):
         """Force on body b of every contact (N, Nc×3): normal force along
-        the a→b normal plus the tangential force; body a feels the opposite."""
+        the a→b normal plus the tangential force (force_compatible_tangent
+        with the compatible normal force); body a feels the opposite."""
         n = np.asarray(self.contacts["normal"], dtype=float).reshape(-1, 3)
-        ft = np.asarray(self.contacts.get("force_tangent", np.zeros_like(n)), dtype=float).reshape(-1, 3)
+        tangent = "force_compatible_tangent" if self.force_field(field) == "force_compatible" and "force_compatible_tangent" in self.contacts else "force_tangent"
+        ft = np.asarray(self.contacts.get(tangent, np.zeros_like(n)), dtype=float).reshape(-1, 3)
         return self.force(field)[:, None] * n + ft
 
     def is_wall(self):

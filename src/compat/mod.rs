@@ -31,6 +31,12 @@
 //!
 //! Distributed like CD: f over this rank's contacts, λ and F̃ over the owned
 //! bodies' DOFs, B the CD operator.
+//!
+//! With friction (a material with μ > 0) the CD step is frictional and the
+//! compatible forces are those of elastic–frictional contacts in the rigid
+//! limit: [`dual`] adds each contact's tangential spring, [`tresca`] solves
+//! for the Coulomb bounds, and each contact's elastic tangential
+//! displacement is carried as history ([`T_ANCHOR`], [`T_SLID`]).
 pub mod apgd;
 pub mod dual;
 pub mod dual_apgd;
@@ -315,6 +321,19 @@ impl Solver for CompatibleCdSolver {
 
     fn phases(&self) -> &'static [&'static str] {
         &["compatibility"]
+    }
+
+    /// CD's counters, and the compatibility solves: how many, how many
+    /// missed their tolerance, and with friction their Tresca and Coulomb
+    /// solves (every rank takes part in every solve: its counts are the run's).
+    fn summary(&self, comm: &Comm) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = self.cd.summary(comm);
+        m.insert("compatibility_solves".into(), self.stats.solves.into());
+        m.insert("compatibility_not_converged".into(), self.stats.not_converged.into());
+        if self.friction {
+            m.insert("compatibility_friction_solves".into(), self.rounds.into());
+        }
+        m
     }
 
     /// `force_compatible`: the compatible normal force (0 at steps that did
