@@ -80,16 +80,21 @@ fn dem_table_under_cd_warns_once_on_two_ranks() {
 }
 
 #[test]
-fn friction_is_read_by_cd_and_refused_by_compatible_cd_in_one_line() {
+fn friction_is_read_by_cd_and_compatible_cd_and_refused_by_the_augmented_lagrangian_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let text = scene("cd", "").replace("density = 7800.0", "density = 7800.0\nfriction = 0.5");
-    let (code, stderr) = run(dir.path(), 2, &text);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(lines_with(&stderr, "ignored").is_empty(), "friction under cd is no ignored setting: {stderr}");
-    let text = scene("compatible-cd", "").replace("density = 7800.0", "density = 7800.0\nfriction = 0.5");
-    let (code, stderr) = run(dir.path(), 2, &text);
+    let with_friction = |solver: &str, extra: &str| scene(solver, extra).replace("density = 7800.0", "density = 7800.0\nfriction = 0.5");
+    for solver in ["cd", "compatible-cd"] {
+        let sub = dir.path().join(solver);
+        std::fs::create_dir(&sub).unwrap();
+        let (code, stderr) = run(&sub, 2, &with_friction(solver, ""));
+        assert_eq!(code, Some(0), "{solver}: {stderr}");
+        assert!(lines_with(&stderr, "ignored").is_empty(), "friction under {solver} is no ignored setting: {stderr}");
+    }
+    let sub = dir.path().join("al");
+    std::fs::create_dir(&sub).unwrap();
+    let (code, stderr) = run(&sub, 2, &with_friction("compatible-cd", "[compatibility]\nmethod = \"augmented-lagrangian\"\n"));
     assert_eq!(code, Some(2), "{stderr}");
-    let hits = lines_with(&stderr, "material[0].friction: solver \"compatible-cd\" is frictionless");
+    let hits = lines_with(&stderr, "compatibility.method: \"augmented-lagrangian\" is frictionless and material[0] has friction");
     assert_eq!(hits.len(), 1, "one line on two ranks: {stderr}");
     assert!(hits[0].contains("scene.toml"), "the line names the file: {}", hits[0]);
 }
