@@ -30,11 +30,11 @@ independent sum over the bodies and contacts of one of its frames.
 import argparse
 import json
 import os
-import platform
 import re
 import sys
 
 import h5py
+from validate import machine
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -203,16 +203,6 @@ def cross_check(out):
         "coordination": (ends / len(pos), float(run["coordination"])),
         "solid_fraction": (float((4.0 / 3.0 * np.pi * rad ** 3).sum() / volume), float(run["solid_fraction"])),
     }
-
-
-def machine():
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(l.split(":", 1)[1].strip() for l in fh if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{platform.node()} ({cpu}, {os.cpu_count()} cores)"
 
 
 def section(iso0, iso03, shear, notes):
