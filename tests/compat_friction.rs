@@ -6,7 +6,11 @@
 //! a cube on four corners loaded off-centre, a sphere in a V-groove, and
 //! the n = 8 cannonball pyramid with its layers apart in-plane, on 1, 2
 //! and 3 ranks. Above its threshold the V-groove's sphere gives the
-//! Coulomb-bounded statics.
+//! Coulomb-bounded statics. The pyramids are also run under the implicit
+//! DEM with the same springs and the load ramped to rest, at two
+//! stiffnesses extrapolated to the rigid limit; with touching in-layer
+//! neighbours and μ = 0.3 the DEM and the compatible forces slide at the
+//! same contacts.
 mod common;
 use common::frames::{frames, Frame};
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
@@ -195,15 +199,30 @@ fn a_sphere_in_a_v_groove_sticks_with_the_network_forces_then_slides_at_mu_n() {
     }
 }
 
-/// The n = 8 cannonball pyramid, r = 1 cm, base fixed, spheres `gap` apart
-/// in each layer and every layer resting exactly on the one below (centre
-/// distance 2r between layers), μ = 10, κ = `kappa`: explicit bodies (ids
-/// in layer order, the base first).
-fn pyramid_text(gap: f64, kappa: f64, every: u32) -> (String, usize) {
+/// The implicit DEM's activation gap ḡ in the pyramids (1 % of r): its
+/// spheres are ḡ/2 smaller than the rigid ones at the same centres, so
+/// its contacts rest at gap ḡ exactly where the rigid spheres touch.
+const GBAR: f64 = 1e-4;
+
+/// The n = 8 cannonball pyramid, r = 1 cm, 2000 kg/m³, base fixed, spheres
+/// `gap` apart in each layer and every layer resting exactly on the one
+/// below (centre distance 2r), μ = `mu`, κ = `kappa`: explicit bodies (ids
+/// in layer order, the base first). Under compatible-cd gravity acts from
+/// the first step. With `dem = Some(ε₁)` the same centres under the
+/// implicit DEM: Hookean (n₁ = 1) with ε_t = κ ε₁, spheres of radius
+/// r − ḡ/2 and the same masses, and instead of gravity a load m g on every
+/// free sphere ramped over 10 steps of 0.1 s, then 10 more to rest
+/// (critical damping; Newmark β = 0.36, γ = 0.7).
+fn pyramid_text(gap: f64, kappa: f64, mu: f64, every: u32, dem: Option<f64>) -> (String, usize) {
     let (n, r) = (8, 0.01f64);
     let d = 2.0 * r + gap;
     let dz = (4.0 * r * r - d * d / 2.0).sqrt();
-    let mut bodies = String::new();
+    let (radius, density) = match dem {
+        Some(_) => (r - GBAR / 2.0, 2000.0 * (r / (r - GBAR / 2.0)).powi(3)),
+        None => (r, 2000.0),
+    };
+    let weight = 2000.0 * 4.0 / 3.0 * std::f64::consts::PI * r.powi(3) * 9.81;
+    let (mut bodies, mut loads) = (String::new(), String::new());
     let mut base = 0;
     for layer in 0..n {
         let m = n - layer;
@@ -211,23 +230,69 @@ fn pyramid_text(gap: f64, kappa: f64, every: u32) -> (String, usize) {
         for j in 0..m {
             for i in 0..m {
                 let p = [(i as f64 - half) * d, (j as f64 - half) * d, r + layer as f64 * dz];
+                let id = bodies.matches("[[body]]").count();
                 bodies += &format!("[[body]]\nshape = \"ball\"\nposition = {p:?}\nfixed = {}\n\n", layer == 0);
                 base += (layer == 0) as usize;
+                if layer > 0 {
+                    loads += &format!("[[load]]\nbody = {id}\nforce = [0.0, 0.0, {:?}]\nt_ramp_end = 1.0\n\n", -weight);
+                }
             }
         }
     }
-    let text = format!(
-        "[simulation]\nsolver = \"compatible-cd\"\nt_end = 0.002\ndt = 1e-3\ngravity = [0.0, 0.0, -9.81]\n\n\
-         [[material]]\nname = \"grain\"\ndensity = 2000.0\nfriction = 10.0\n\n\
-         [[shape]]\nname = \"ball\"\nkind = \"sphere\"\nradius = {r:?}\n\n{bodies}\
-         [contact]\ndistance = {:?}\nskin = {:?}\n\n\
-         [solver]\ntolerance = 1e-12\nmax_iterations = 100000\n\n\
-         [compatibility]\ntangential_ratio = {kappa:?}\n\n\
-         [output]\ndir = \"OUTDIR\"\nevery = {every}\n",
-        0.5 * gap,
-        gap
-    );
+    let head = |solver: &str, t_end: f64, dt: f64, g: f64| {
+        format!(
+            "[simulation]\nsolver = \"{solver}\"\nt_end = {t_end:?}\ndt = {dt:?}\ngravity = [0.0, 0.0, {:?}]\n\n\
+             [[material]]\nname = \"grain\"\ndensity = {density:?}\nfriction = {mu:?}\n\n\
+             [[shape]]\nname = \"ball\"\nkind = \"sphere\"\nradius = {radius:?}\n\n{bodies}",
+            -g
+        )
+    };
+    let text = match dem {
+        None => format!(
+            "{}[contact]\ndistance = {:?}\nskin = {:?}\n\n\
+             [solver]\ntolerance = 1e-12\nmax_iterations = 100000\n\n\
+             [compatibility]\ntangential_ratio = {kappa:?}\n\n\
+             [output]\ndir = \"OUTDIR\"\nevery = {every}\n",
+            head("compatible-cd", 0.002, 1e-3, 9.81),
+            0.5 * gap.max(GBAR),
+            gap.max(GBAR)
+        ),
+        Some(eps1) => format!(
+            "{}{loads}[contact]\ndistance = {:?}\n\n\
+             [dem]\ngbar = {GBAR:?}\nf = 0.5\nn1 = 1.0\neps1 = {eps1:?}\neps_t = {:?}\ndamping = 1.0\ndamping_t = 1.0\nbeta = 0.36\ngamma = 0.7\n\n\
+             [output]\ndir = \"OUTDIR\"\nevery = {every}\n",
+            head("dem", 2.0, 0.1, 0.0),
+            1.5 * GBAR,
+            kappa * eps1
+        ),
+    };
     (text, base)
+}
+
+/// The DEM's base reactions at ε₁ = 1e6 and 2e6 N/m on `np` ranks,
+/// extrapolated linearly in 1/ε₁ to the rigid limit (Richardson: the
+/// error is the O(f/ε₁) change of geometry), with the two themselves.
+/// The stiffer run's last frame comes with them.
+fn dem_limit(np: usize, dir: &Path, name: &str, gap: f64, kappa: f64, mu: f64) -> ([Vec<(u64, [f64; 3])>; 3], Frame) {
+    let mut at = Vec::new();
+    let mut last = None;
+    for eps1 in [1e6, 2e6] {
+        let text = pyramid_text(gap, kappa, mu, 1, Some(eps1)).0;
+        let out = common::run_config(np, dir, &format!("{name}-dem-{eps1:e}"), &text).0;
+        at.push(common::reactions(&out));
+        last = frames(&out).pop();
+    }
+    let limit = at[1].iter().zip(&at[0]).map(|(b, a)| (b.0, [0, 1, 2].map(|k| 2.0 * b.1[k] - a.1[k]))).collect();
+    let [soft, stiff] = [at[0].clone(), at[1].clone()];
+    ([limit, soft, stiff], last.unwrap())
+}
+
+/// The 2-norm of the difference of two sets of reactions, relative to `b`'s.
+fn apart(a: &[(u64, [f64; 3])], b: &[(u64, [f64; 3])]) -> f64 {
+    assert_eq!(a.iter().map(|r| r.0).collect::<Vec<_>>(), b.iter().map(|r| r.0).collect::<Vec<_>>());
+    let d: f64 = a.iter().zip(b).map(|(x, y)| (v3(x.1) - v3(y.1)).norm_squared()).sum();
+    let s: f64 = b.iter().map(|y| v3(y.1).norm_squared()).sum();
+    (d / s).sqrt()
 }
 
 #[test]
@@ -235,7 +300,7 @@ fn the_n8_pyramid_without_in_layer_contacts_carries_the_linear_spring_network_on
     let dir = tempfile::tempdir().unwrap();
     let m = 2000.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.01f64.powi(3);
     for (kappa, ranks) in [(2.0 / 7.0, &[1, 2, 3][..]), (1.0, &[2][..])] {
-        let (text, base) = pyramid_text(2e-4, kappa, 1);
+        let (text, base) = pyramid_text(2e-4, kappa, 10.0, 1, None);
         let mut reactions = Vec::new();
         for &np in ranks {
             let out = common::run_config(np, dir.path(), &format!("pyramid-{kappa:.3}"), &text).0;
@@ -264,6 +329,16 @@ fn the_n8_pyramid_without_in_layer_contacts_carries_the_linear_spring_network_on
             );
             assert!(diff / size <= 1e-6, "κ = {kappa}, {np} rank(s): base reactions {:e} off the spring network", diff / size);
             assert!(err <= 1e-6);
+            // The project's implicit DEM with the same springs, the load
+            // ramped to rest, at two stiffnesses extrapolated to the limit.
+            let ([limit, soft, stiff], _) = dem_limit(np, dir.path(), &format!("pyramid-{kappa:.3}"), 2e-4, kappa, 10.0);
+            let e = apart(&limit, &got);
+            eprintln!(
+                "κ = {kappa:.3}, {np} rank(s): the DEM's base reactions within {:.2e} (ε₁ = 1e6), {:.2e} (2e6), {e:.2e} (extrapolated)",
+                apart(&soft, &got),
+                apart(&stiff, &got)
+            );
+            assert!(e <= 1e-4, "κ = {kappa}, {np} rank(s): the extrapolated DEM {e:e} off the compatible forces");
             reactions.push(got);
         }
         for r in &reactions[1..] {
@@ -271,6 +346,50 @@ fn the_n8_pyramid_without_in_layer_contacts_carries_the_linear_spring_network_on
             assert!(d <= 1e-9, "κ = {kappa}: reactions {d} N apart between rank counts");
         }
     }
+}
+
+/// The (body_a, body_b) pairs of `fr` whose tangential force is at the
+/// Coulomb bound μ f_n (to 1e-3), and how many pairs carry a force.
+fn at_the_bound(fr: &Frame, mu: f64, compatible: bool) -> (Vec<(u64, u64)>, usize) {
+    let force = |c: &common::frames::Contact| match compatible {
+        true => (c.force_compatible, v3(c.force_compatible_tangent).norm()),
+        false => (c.force_normal, v3(c.force_tangent).norm()),
+    };
+    let loaded: Vec<_> = fr.contacts.iter().filter(|c| force(c).0 > 0.0).collect();
+    let mut pairs: Vec<_> = loaded.iter().filter(|c| force(c).1 >= (1.0 - 1e-3) * mu * force(c).0).map(|c| (c.body_a, c.body_b)).collect();
+    pairs.sort();
+    (pairs, loaded.len())
+}
+
+#[test]
+fn the_n8_pyramid_with_touching_neighbours_slides_where_the_dem_slides() {
+    // Touching in-layer neighbours, μ = 0.3: no consistent no-slip state
+    // exists, so contacts slide. The compatible forces (gravity at once)
+    // against the DEM with the load ramped over 10 steps, extrapolated;
+    // and how far the DEM itself moves when the load comes in one step.
+    let dir = tempfile::tempdir().unwrap();
+    let (kappa, mu) = (2.0 / 7.0, 0.3);
+    let (text, _) = pyramid_text(0.0, kappa, mu, 1, None);
+    let out = common::run_config(2, dir.path(), "touching", &text).0;
+    let got = common::reactions(&out);
+    let compat = frames(&out).pop().unwrap();
+    let ([limit, soft, stiff], dem) = dem_limit(2, dir.path(), "touching", 0.0, kappa, mu);
+    let sudden = pyramid_text(0.0, kappa, mu, 1000, Some(2e6)).0.replace("t_ramp_end = 1.0", "t_ramp_end = 0.1");
+    let sudden = common::reactions(&common::run_config(2, dir.path(), "touching-sudden", &sudden).0);
+    let e = apart(&limit, &got);
+    let (slid, loaded) = at_the_bound(&compat, mu, true);
+    let (dem_slid, dem_loaded) = at_the_bound(&dem, mu, false);
+    eprintln!(
+        "touching, μ = {mu}: the DEM's base reactions within {:.2e} (ε₁ = 1e6), {:.2e} (2e6), {e:.2e} (extrapolated) of the compatible ones; \
+         the DEM loaded in one step instead of ten: {:.2e} from the ramp (2e6); at the Coulomb bound: {} of {loaded} loaded contacts (compatible), {} of {dem_loaded} (DEM, 2e6)",
+        apart(&soft, &got),
+        apart(&stiff, &got),
+        apart(&sudden, &stiff),
+        slid.len(),
+        dem_slid.len()
+    );
+    assert!(e <= 1e-4, "the extrapolated DEM {e:e} off the compatible forces");
+    assert!(!slid.is_empty() && loaded == dem_loaded && slid == dem_slid, "compatible and DEM slide at different contacts");
 }
 
 #[test]
