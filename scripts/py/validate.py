@@ -1,4 +1,4 @@
-"""Validation runs (issue 9): the olsen-kamrin beam (§8.1) and cannonball
+"""Validation runs: the olsen-kamrin beam (§8.1) and cannonball
 pyramid (§8.2-8.3, Table 1) under cd (APGD, PGS), compatible-cd and dem,
 and the gay-neto-wriggers examples when their configs exist. Writes
 VALIDATION.md with tables next to the papers' numbers and wall times.
@@ -101,8 +101,7 @@ QUASI_STATIC_N = 10
 # Quasi-static DEM cross-check: 70 steps of 0.1 s with a direct solver (LU
 # on 1 rank). Every step after the first takes one Newton iteration, and the
 # floor reactions settle by ~1.4× per step (2e-3 → 4e-4 between steps 20 and
-# 25 at n = 20), so 70 steps leave < 1e-7. Until issue 18 this was the n = 20
-# reference: the dropped pyramid did not come to rest under the DEM.
+# 25 at n = 20), so 70 steps leave < 1e-7.
 QS_DT, QS_STEPS = 0.1, 70
 QS_PETSC = ("-ksp_type", "preonly", "-pc_type", "lu", "-pc_factor_mat_ordering_type", "nd")
 # The DEM reference: the pyramid dropped as in olsen-kamrin (layers 5 % of a
@@ -365,7 +364,7 @@ def write_report(a, beams, pyr, dem, total, figs=()):
           f"below {REST_SPEED} m/s on {a.np} ranks: Δt ≤ 2e-4 s (adaptive), critical damping capped at the elastic force, Newmark β = 1/2, γ = 1, "
           "the line search on the step's energy, GMRES + block-Jacobi ILU(0) (the note gives when it came to rest). "
           f"Beyond n = {QUASI_STATIC_N} the quasi-static DEM ({QS_STEPS} steps of Δt = {QS_DT} s with a direct solver, LU on 1 rank; "
-          "the n = 20 reference until issue 18) is run as a cross-check. "
+          ") is run as a cross-check. "
           "Classic CD (APGD, PGS) rows use the same rigid geometry; CD runs 5 steps of 1 ms from rest "
           "(everything touching), compatible-cd solves once at the last step.", ""]
     for n, rows in pyr.items():
