@@ -232,28 +232,24 @@ impl<'a> Dual<'a> {
                 halves.push(crate::cd::operator::row_halves(contacts, i, bodies, &t2));
             }
             let first = row_idx.len();
+            // Per side, the DOFs where any of the contact's rows is not zero
+            // (none on a wall or an inactive contact).
+            let mut used = [[false; 6]; 2];
             for (side, local) in [op.ia[i], op.ib[i]].into_iter().enumerate() {
                 if local == WALL_INDEX || ki == 0.0 {
                     continue;
                 }
                 let base = 6 * layout.global_index[local] as PetscInt;
                 for d in 0..6 {
-                    if halves.iter().any(|h| if side == 0 { h.0[d] } else { h.1[d] } != 0.0) {
+                    used[side][d] = halves.iter().any(|h| if side == 0 { h.0[d] } else { h.1[d] } != 0.0);
+                    if used[side][d] {
                         row_idx.push(base + d as PetscInt);
                     }
                 }
             }
             for h in &halves {
-                for (side, local) in [op.ia[i], op.ib[i]].into_iter().enumerate() {
-                    if local == WALL_INDEX || ki == 0.0 {
-                        continue;
-                    }
-                    let half = if side == 0 { &h.0 } else { &h.1 };
-                    for d in 0..6 {
-                        if halves.iter().any(|g| if side == 0 { g.0[d] } else { g.1[d] } != 0.0) {
-                            row_val.push(half[d]);
-                        }
-                    }
+                for (side, half) in [&h.0, &h.1].into_iter().enumerate() {
+                    row_val.extend((0..6).filter(|&d| used[side][d]).map(|d| half[d]));
                 }
             }
             debug_assert_eq!(row_val.len(), rows * row_idx.len(), "contact {i}: {} DOFs", row_idx.len() - first);

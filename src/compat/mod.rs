@@ -281,7 +281,7 @@ impl Solver for CompatibleCdSolver {
                     res.inner,
                     res.feasibility,
                     res.optimality,
-                    tangential.as_ref().map_or(String::new(), |t| format!(", after {} Tresca rounds", t.rounds))
+                    tangential.as_ref().map_or(String::new(), |t| format!(", after {} frictional solves (Tresca rounds and coupled Coulomb solves)", t.rounds))
                 );
             }
             log::debug!(

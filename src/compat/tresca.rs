@@ -36,6 +36,7 @@ pub struct Friction<'a> {
 /// How the rounds ended.
 pub struct Rounds {
     pub result: DualResult,
+    /// Solves in all: Tresca rounds and coupled Coulomb solves.
     pub rounds: u32,
     /// Contacts whose spring slides at the end.
     pub sliding: Vec<bool>,
