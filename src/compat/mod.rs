@@ -301,7 +301,8 @@ impl Solver for CompatibleCdSolver {
         report.phases.push(("compatibility", self.stats.seconds - before));
         // No contact anywhere: nothing was solved.
         self.f_compatible = if compatible.len() == forces.f_n.len() { compatible } else { vec![0.0; forces.f_n.len()] };
-        self.f_compatible_t = vec![Vector3::zeros(); forces.f_n.len()];
+        // Readers take a missing tangential force as zero (frictionless).
+        self.f_compatible_t.clear();
         if let Some(t) = tangential.filter(|t| t.f_t.len() == forces.f_n.len()) {
             self.rounds += t.rounds as u64;
             let (a, slid) = (history.contact.col(T_ANCHOR), history.contact.col(T_SLID));
