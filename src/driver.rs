@@ -634,22 +634,8 @@ fn check_start_overlaps(world: &World) -> Result<(), RunError> {
         let r = radius(ia)?.min(radius(ib)?);
         (c.gap[k] < -crate::scene::START_OVERLAP * r).then(|| format!("bodies {} and {} overlap by {:.3e} m at the start", c.a[k], c.b[k], -c.gap[k]))
     });
-    let comm = world.comm();
     // The lowest rank with an overlap names it.
-    let mut first = comm.size();
-    comm.all_reduce_into(&if bad.is_some() { comm.rank() } else { comm.size() }, &mut first, mpi::collective::SystemOperation::min());
-    if first < comm.size() {
-        let (r, msg) = (first, bad.unwrap_or_default());
-        let root = comm.process_at_rank(r);
-        let mut len = msg.len() as u64;
-        root.broadcast_into(&mut len);
-        let mut bytes = if comm.rank() == r { msg.clone().into_bytes() } else { vec![0u8; len as usize] };
-        if len > 0 {
-            root.broadcast_into(&mut bytes[..]);
-        }
-        return Err(RunError::Input(String::from_utf8_lossy(&bytes).into_owned()));
-    }
-    Ok(())
+    parallel::first_message(world.comm(), bad).map_or(Ok(()), |m| Err(RunError::Input(m)))
 }
 
 /// Stops the run (on every rank) when an owned body's state or the kinetic

@@ -21,7 +21,6 @@ use crate::scene::generate::{self, orientation_at};
 use crate::scene::sources::{checked_lattice_in, lattice_in, pyramid_in, fill_cell, CellGrid, FileFormat, Packing, Source, SourceKind};
 use crate::scene::{Scene, SolverKind};
 pub use crate::scene::memory::{human, MemoryEstimate, BASE_BYTES, BYTES_PER_BODY, BYTES_PER_CONTACT, CONTACTS_PER_BODY};
-use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use nalgebra::Vector3;
 use std::collections::HashMap;
@@ -60,22 +59,7 @@ const MAX_FILE_RADII: usize = 1024;
 
 /// Collective on `comm`: the lowest rank's error, on every rank.
 fn first_error(comm: &Comm, e: Option<String>, kind: fn(String) -> StartupError) -> Result<(), StartupError> {
-    let (me, size) = (comm.rank(), comm.size());
-    let mine = if e.is_some() { me } else { size };
-    let mut first = size;
-    comm.all_reduce_into(&mine, &mut first, SystemOperation::min());
-    if first == size {
-        return Ok(());
-    }
-    let root = comm.process_at_rank(first);
-    let mut bytes = if me == first { e.unwrap_or_default().into_bytes() } else { Vec::new() };
-    let mut len = bytes.len() as u64;
-    root.broadcast_into(&mut len);
-    bytes.resize(len as usize, 0);
-    if len > 0 {
-        root.broadcast_into(&mut bytes[..]);
-    }
-    Err(kind(String::from_utf8_lossy(&bytes).into_owned()))
+    crate::parallel::first_message(comm, e).map_or(Ok(()), |m| Err(kind(m)))
 }
 
 /// Bodies in a file, without reading them all: the frame's row count, or

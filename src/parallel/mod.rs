@@ -27,6 +27,27 @@ pub fn first_id(comm: &Comm, id: Option<u64>) -> Option<u64> {
     (min != u64::MAX).then_some(min)
 }
 
+/// The message of the lowest rank that has one, on every rank (None on
+/// every rank when none has): to report a collective error once.
+pub fn first_message(comm: &Comm, msg: Option<String>) -> Option<String> {
+    let (me, size) = (comm.rank(), comm.size());
+    let mut first = size;
+    comm.all_reduce_into(&if msg.is_some() { me } else { size }, &mut first, mpi::collective::SystemOperation::min());
+    if first == size {
+        return None;
+    }
+    let root = comm.process_at_rank(first);
+    let mut bytes = if me == first { msg.unwrap_or_default().into_bytes() } else { Vec::new() };
+    let mut len = bytes.len() as u64;
+    root.broadcast_into(&mut len);
+    bytes.resize(len as usize, 0);
+    // OpenMPI rejects the dangling pointer of an empty Vec.
+    if len > 0 {
+        root.broadcast_into(&mut bytes[..]);
+    }
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Broadcasts rank 0's string to every rank.
 pub fn broadcast_string(comm: &Comm, s: &mut String) {
     let root = comm.process_at_rank(0);
