@@ -36,6 +36,13 @@ fn columns(method: &str) -> String {
         .toml()
 }
 
+/// Newton solved every step of the run in `out` itself (APGD finished none).
+fn newton_alone(out: &Path) {
+    let s = common::frames::summary(out);
+    assert_eq!(s["cd_newton_fallbacks"], 0, "{s}");
+    assert!(s["linear_iterations_total"].as_u64().unwrap() > 0, "{s}");
+}
+
 /// (body a, body b, normal force) of each contact of a frame, sorted.
 fn forces(f: &Frame) -> Vec<(u64, u64, f64)> {
     let mut c: Vec<(u64, u64, f64)> = f.contacts.iter().map(|c| (c.body_a, c.body_b, c.force_normal)).collect();
@@ -52,7 +59,9 @@ fn a_sphere_on_the_floor_carries_m_g() {
         .with("[solver]\nmethod = \"newton\"\ntolerance = 1e-12\n")
         .every(1)
         .toml();
-    let fr = frames(&run_text(1, dir.path(), "sphere", &text));
+    let out = run_text(1, dir.path(), "sphere", &text);
+    newton_alone(&out);
+    let fr = frames(&out);
     let mg = mass(0.05) * G;
     for f in &fr[1..] {
         assert_eq!(f.contacts.len(), 1, "t = {}", f.t);
@@ -67,7 +76,14 @@ fn a_sphere_on_the_floor_carries_m_g() {
 fn columns_carry_their_weight_alike_under_apgd_and_newton_on_1_2_and_3_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let mg = mass(0.01) * G;
-    let newton: Vec<Vec<Frame>> = [1, 2, 3].iter().map(|&np| frames(&run_text(np, dir.path(), &format!("newton-{np}"), &columns("newton")))).collect();
+    let newton: Vec<Vec<Frame>> = [1, 2, 3]
+        .iter()
+        .map(|&np| {
+            let out = run_text(np, dir.path(), &format!("newton-{np}"), &columns("newton"));
+            newton_alone(&out);
+            frames(&out)
+        })
+        .collect();
     let apgd = frames(&run_text(1, dir.path(), "apgd", &columns("apgd")));
     let first = &newton[0];
     // Analytic: the k-th sphere from the top rests on k m g.
@@ -119,6 +135,7 @@ fn on_a_dense_pack_newton_gives_apgd_velocities_and_wall_forces() {
         run_text(2, dir.path(), method, &text)
     };
     let (a_out, n_out) = (run("apgd"), run("newton"));
+    newton_alone(&n_out);
     let (a, n) = (frames(&a_out), frames(&n_out));
     assert_eq!(a.len(), n.len());
     let (mut dv, mut vmax) = (0.0f64, 0.0f64);

@@ -51,6 +51,9 @@ pub struct CdStats {
     pub solve_seconds: f64,
     /// Solves that stopped at max_iterations.
     pub not_converged: u64,
+    /// `method = "newton"`: its solves that APGD finished (None before
+    /// its first solve).
+    pub newton_fallbacks: Option<u64>,
     /// APGD solves of the frictional steps (one per step, plus one after
     /// each round of μ_s → μ_d switches).
     pub friction_rounds: u64,
@@ -218,6 +221,9 @@ impl Solver for CdSolver {
         if self.friction {
             m.insert("friction_rounds".into(), self.stats.friction_rounds.into());
         }
+        if let Some(n) = self.stats.newton_fallbacks {
+            m.insert("cd_newton_fallbacks".into(), n.into());
+        }
         m
     }
 }
@@ -287,7 +293,9 @@ impl CdSolver {
                     CdMethod::Pgs => pgs::pgs(comm, &op, ctx.layout, bodies.len(), &p, &mut f, set.tolerance, set.max_iterations, set.pgs_order)?,
                     CdMethod::Newton => {
                         let mut res = newton::newton(comm, &mut op, &p, &mut f, set.tolerance, set.max_iterations)?;
+                        let fallbacks = self.stats.newton_fallbacks.get_or_insert(0);
                         if !res.converged {
+                            *fallbacks += 1;
                             // APGD from where Newton stopped: a failed solve
                             // (e.g. a line search that found no decrease)
                             // still ends at the tolerance.

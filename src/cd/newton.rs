@@ -8,8 +8,9 @@
 //! Pᵀ (Δt M⁻¹) P with P = Bᵀ (`MatPtAP`): the rows of N follow B's contact
 //! layout, and a body owned by another rank couples its contacts there
 //! exactly as B's columns do (no ghost bookkeeping of our own). Each Newton
-//! step solves a reduced (rsls) or full (ssls) linear system by KSP: CG with
-//! Jacobi by default (GMRES for ssls, whose matrix is not symmetric).
+//! step solves a reduced (rsls) or full (ssls) linear system by KSP: CG
+//! preconditioned by block Jacobi with ICC(0) in each rank's block by
+//! default (GMRES for ssls, whose matrix is not symmetric).
 //!
 //! N is only positive semidefinite on a hyperstatic pack (more contacts than
 //! the bodies' DOFs): the reduced system N_II d = −F_I is then singular, and
@@ -103,16 +104,7 @@ pub fn newton(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector,
     let thr = threshold(p, tol)?;
     let c = op.constraint(Set::Normal);
     // Force scale: ‖p‖∞ / max N_ii.
-    let diag_max = (0..op.n_local())
-        .filter(|&i| op.active[i])
-        .map(|i| {
-            let mut d = op.ja[i].dot(&(op.minv[op.ia[i]] * op.ja[i]));
-            if op.ib[i] != crate::contact::WALL_INDEX {
-                d += op.jb[i].dot(&(op.minv[op.ib[i]] * op.jb[i]));
-            }
-            op.dt * d
-        })
-        .fold(0.0, f64::max);
+    let diag_max = (0..op.n_local()).filter(|&i| op.active[i]).map(|i| op.diagonal(i)).fold(0.0, f64::max);
     let diag_max = crate::parallel::max_f64(comm, diag_max);
     let pmax = p.norm(NormType::Infinity)?;
     let s = if diag_max > 0.0 && pmax > 0.0 { (pmax / diag_max).min(SMALL * tol * pmax / diag_max).min(SMALL * tol * pmax) } else { 1.0 };
@@ -136,6 +128,9 @@ pub fn newton(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector,
     let (lower, mut upper, r) = (op.contact_vec()?, op.contact_vec()?, op.contact_vec()?);
     upper.set(INFINITY)?;
     let act = &c.act;
+    // ICC(0) in each rank's block: a third of Jacobi's CG iterations on the
+    // settled 2,500-sphere pack, and faster overall (BENCHMARKS.md).
+    crate::petsc::options::set_default(&format!("-{PREFIX}sub_pc_type"), Some("icc"))?;
     let mut snes = Snes::new(comm)?;
     snes.set_options_prefix(PREFIX)?;
     let kind = crate::petsc::options::get(&format!("-{PREFIX}snes_type"))?.unwrap_or_else(|| "vinewtonrsls".into());
@@ -158,7 +153,7 @@ pub fn newton(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector,
     {
         let mut ksp = snes.ksp()?;
         ksp.set_type(if kind == "vinewtonssls" { "gmres" } else { "cg" })?;
-        ksp.set_pc_type("jacobi")?;
+        ksp.set_pc_type("bjacobi")?;
         ksp.set_tolerances(Some(KSP_RTOL), None, None, Some(10_000))?;
     }
     snes.set_extra_convergence(|_it, _fnorm: f64| -> Result<bool> { Ok(last_r.get() <= thr || crate::parallel::signals::agreed(comm)) })?;
