@@ -24,8 +24,10 @@ use crate::petsc::{NormType, Result, Vector};
 /// How a contact solve ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct QpResult {
-    /// Iterations (APGD steps or PGS sweeps) taken.
+    /// Iterations (APGD steps, PGS sweeps or Newton steps) taken.
     pub iterations: u64,
+    /// Krylov iterations inside the Newton steps (0 for APGD and PGS).
+    pub linear: u64,
     /// Final residual `max |min(f, Nf + p)|`.
     pub residual: f64,
     /// The threshold the residual was compared with.
@@ -53,7 +55,7 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, c: &Constraint, p: &Vector, f
     op.apply_n(&x, &mut nx)?;
     let mut r = op.residual(comm, c, &x, &nx, p)?;
     if r <= thr {
-        return Ok(QpResult { iterations: 0, residual: r, threshold: thr, converged: true });
+        return Ok(QpResult { iterations: 0, residual: r, threshold: thr, converged: true, ..Default::default() });
     }
     // No diagonal scaling: from f = 0 the unscaled iteration picks the
     // minimum-norm forces of an indeterminate pack (the paper's Fig. 8 APGD
@@ -148,7 +150,7 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, c: &Constraint, p: &Vector, f
         lip *= 0.9;
     }
     f.copy_from(&best)?;
-    Ok(QpResult { iterations: it, residual: best_r, threshold: thr, converged })
+    Ok(QpResult { iterations: it, residual: best_r, threshold: thr, converged, ..Default::default() })
 }
 
 /// The local parts of [dᵀ(N x⁺ − N y), ‖d‖², gᵀ(x⁺ − x)] with d = x⁺ − y,

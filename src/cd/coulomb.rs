@@ -90,7 +90,7 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, 
         let (nv, pv) = (nf.view()?, p.view()?);
         (0..nc).map(|i| slip_speed(&nv, &pv, &op.row_act, i) > SLIP * thr).collect()
     };
-    Ok(FrictionResult { qp: QpResult { iterations, residual, threshold: thr, converged }, rounds, sliding })
+    Ok(FrictionResult { qp: QpResult { iterations, residual, threshold: thr, converged, ..Default::default() }, rounds, sliding })
 }
 
 /// |u_t| of contact `i` from N f and p.

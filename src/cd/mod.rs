@@ -5,7 +5,7 @@
 //!    with the restitution substitution Φ/Δt → e_n B v for closing contacts;
 //!    F_ext is gravity and the `[[load]]`s (at t + Δt);
 //! 2. solve the QP (22) by APGD ([`apgd`], default) or the LCP (21) by PGS
-//!    ([`pgs`]), warm-started from the previous step's forces; with
+//!    ([`pgs`]) or a VI Newton method on N assembled ([`newton`]), warm-started from the previous step's forces; with
 //!    friction, B has two tangential rows per contact and [`coulomb`]
 //!    solves the Coulomb law (or its cone relaxation) by APGD;
 //! 3. v⁺ = v + Δt M⁻¹ (Bᵀ f + F_ext), q⁺ = q + Δt v⁺, orientation by
@@ -16,6 +16,7 @@
 pub mod apgd;
 pub mod coulomb;
 pub mod friction;
+pub mod newton;
 pub mod operator;
 pub mod pgs;
 
@@ -40,6 +41,8 @@ pub struct CdStats {
     pub solves: u64,
     /// Solver iterations over all solves.
     pub iterations: u64,
+    /// Krylov iterations of the Newton solves.
+    pub linear_iterations: u64,
     /// N applications (APGD) on this rank.
     pub n_applies: u64,
     /// Sum over solves of this rank's contacts × N applies.
@@ -48,6 +51,9 @@ pub struct CdStats {
     pub solve_seconds: f64,
     /// Solves that stopped at max_iterations.
     pub not_converged: u64,
+    /// `method = "newton"`: its solves that APGD finished (None before
+    /// its first solve).
+    pub newton_fallbacks: Option<u64>,
     /// APGD solves of the frictional steps (one per step, plus one after
     /// each round of μ_s → μ_d switches).
     pub friction_rounds: u64,
@@ -215,6 +221,9 @@ impl Solver for CdSolver {
         if self.friction {
             m.insert("friction_rounds".into(), self.stats.friction_rounds.into());
         }
+        if let Some(n) = self.stats.newton_fallbacks {
+            m.insert("cd_newton_fallbacks".into(), n.into());
+        }
         m
     }
 }
@@ -244,6 +253,7 @@ impl CdSolver {
         let mut tangents = Vec::new();
         let mut sliding: Vec<bool> = Vec::new();
         let mut iterations = 0;
+        let mut linear = 0;
         let mut residual = None;
         let mut compatible = Vec::new();
         if nc_global > 0 {
@@ -281,6 +291,21 @@ impl CdSolver {
                         apgd::apgd(comm, &mut op, &c, &p, &mut f, set.tolerance, set.max_iterations)?
                     }
                     CdMethod::Pgs => pgs::pgs(comm, &op, ctx.layout, bodies.len(), &p, &mut f, set.tolerance, set.max_iterations, set.pgs_order)?,
+                    CdMethod::Newton => {
+                        let mut res = newton::newton(comm, &mut op, &p, &mut f, set.tolerance, set.max_iterations)?;
+                        let fallbacks = self.stats.newton_fallbacks.get_or_insert(0);
+                        if !res.converged {
+                            *fallbacks += 1;
+                            // APGD from where Newton stopped: a failed solve
+                            // (e.g. a line search that found no decrease)
+                            // still ends at the tolerance.
+                            let c = op.constraint(Set::Normal);
+                            let more = apgd::apgd(comm, &mut op, &c, &p, &mut f, set.tolerance, set.max_iterations)?;
+                            log::debug!("step {}: cd newton did not converge (residual {:e}); APGD took {} iterations", ctx.step, res.residual, more.iterations);
+                            res = QpResult { iterations: res.iterations + more.iterations, linear: res.linear, ..more };
+                        }
+                        res
+                    }
                 }
             };
             drop(guard);
@@ -290,6 +315,7 @@ impl CdSolver {
             self.stats.solve_seconds += t0.elapsed().as_secs_f64();
             self.stats.solves += 1;
             self.stats.iterations += res.iterations;
+            self.stats.linear_iterations += res.linear;
             self.stats.n_applies += op.applies - applies0;
             self.stats.contact_applies += (op.applies - applies0) * nc as u64;
             if !res.converged {
@@ -304,6 +330,7 @@ impl CdSolver {
                 );
             }
             iterations = res.iterations;
+            linear = res.linear;
             residual = Some(res.residual);
             f_local = f.view()?.to_vec();
             if let Some(post) = post.as_mut() {
@@ -338,7 +365,7 @@ impl CdSolver {
             })
             .collect();
         self.keep_history(contacts, forces, &sliding, history);
-        Ok((StepReport { iterations, dt, residual, ..Default::default() }, compatible))
+        Ok((StepReport { iterations, linear_iterations: linear, dt, residual, ..Default::default() }, compatible))
     }
 
     /// The warm start of the step's forces by contact identity: the

@@ -306,15 +306,21 @@ impl ContactOperator {
     pub fn constraint_scaled(&self, set: Set) -> Constraint {
         let scale = (0..self.n_local())
             .flat_map(|i| {
-                let mut d = self.ja[i].dot(&(self.minv[self.ia[i]] * self.ja[i]));
-                if self.ib[i] != WALL_INDEX {
-                    d += self.jb[i].dot(&(self.minv[self.ib[i]] * self.jb[i]));
-                }
-                let s = if d > 0.0 { 1.0 / (self.dt * d) } else { 0.0 };
+                let d = self.diagonal(i);
+                let s = if d > 0.0 { 1.0 / d } else { 0.0 };
                 std::iter::repeat_n(s, self.rows)
             })
             .collect();
         Constraint { scale: Some(scale), ..self.constraint(set) }
+    }
+
+    /// N_cc at local contact `i`'s normal row, Δt (j_a M_a⁻¹ j_aᵀ + j_b M_b⁻¹ j_bᵀ).
+    pub fn diagonal(&self, i: usize) -> f64 {
+        let mut d = self.ja[i].dot(&(self.minv[self.ia[i]] * self.ja[i]));
+        if self.ib[i] != WALL_INDEX {
+            d += self.jb[i].dot(&(self.minv[self.ib[i]] * self.jb[i]));
+        }
+        self.dt * d
     }
 
     /// The stopping measure over all ranks: the largest natural-map residual

@@ -132,7 +132,7 @@ pub fn pgs(
             }
         }
     }
-    Ok(QpResult { iterations: sweeps, residual: res, threshold: thr, converged: res <= thr })
+    Ok(QpResult { iterations: sweeps, residual: res, threshold: thr, converged: res <= thr, ..Default::default() })
 }
 
 /// `(B w)_i` from the local copy of w.

@@ -310,6 +310,32 @@ impl Mat {
         check(unsafe { ffi::MatMultAdd(self.raw, x.raw(), y.raw(), z.raw()) })
     }
 
+    /// The explicit transpose Aᵀ, a new assembled matrix (`MatTranspose`,
+    /// `MAT_INITIAL_MATRIX`). Collective.
+    pub fn transpose(&self) -> Result<Mat> {
+        let mut raw: ffi::Mat = std::ptr::null_mut();
+        // SAFETY: live assembled handle, valid out pointer; the new matrix is ours.
+        check(unsafe { ffi::MatTranspose(self.raw, ffi::MatReuse::MAT_INITIAL_MATRIX, &mut raw) })?;
+        Ok(Mat { raw, coo_len: 0 })
+    }
+
+    /// The Galerkin product Pᵀ A P of this matrix A, a new assembled matrix
+    /// (`MatPtAP`, `MAT_INITIAL_MATRIX`, PETSc's default fill). Collective.
+    pub fn ptap(&self, p: &Mat) -> Result<Mat> {
+        let mut raw: ffi::Mat = std::ptr::null_mut();
+        // SAFETY: live assembled handles with matching layouts (PETSc checks),
+        // valid out pointer; the new matrix is ours.
+        check(unsafe { ffi::MatPtAP(self.raw, p.raw, ffi::MatReuse::MAT_INITIAL_MATRIX, ffi::PETSC_DEFAULT as f64, &mut raw) })?;
+        Ok(Mat { raw, coo_len: 0 })
+    }
+
+    /// `self += alpha X` for any non-zero pattern of `x` (`MatAXPY`,
+    /// `UNKNOWN_NONZERO_PATTERN`: new entries are allocated). Collective.
+    pub fn axpy(&mut self, alpha: f64, x: &Mat) -> Result<()> {
+        // SAFETY: live assembled handles of the same sizes (PETSc checks).
+        check(unsafe { ffi::MatAXPY(self.raw, alpha, x.raw, ffi::MatStructure::UNKNOWN_NONZERO_PATTERN) })
+    }
+
     /// Global rows owned by this rank (`MatGetOwnershipRange`).
     pub fn ownership_range(&self) -> Result<Range<PetscInt>> {
         let (mut lo, mut hi) = (0, 0);

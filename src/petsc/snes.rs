@@ -30,6 +30,10 @@ struct Callbacks<'a> {
     objective: Option<ObjectiveFn<'a>>,
 }
 
+/// PETSc's `PETSC_INFINITY` (a macro, so not in the FFI): a bound at or
+/// beyond it is no bound for the VI methods.
+pub const INFINITY: f64 = f64::MAX / 4.0;
+
 /// Most residual norms kept by the convergence history.
 const HISTORY_LEN: usize = 10_000;
 
@@ -357,6 +361,14 @@ impl<'a> Snes<'a> {
         check(unsafe {
             ffi::SNESSetConvergenceTest(self.raw, Some(converged_trampoline), self.callbacks as *mut c_void, None)
         })
+    }
+
+    /// Bounds `lower ≤ x ≤ upper` of a variational-inequality method
+    /// (`vinewtonrsls`, `vinewtonssls`; `SNESVISetVariableBounds`, which
+    /// keeps references to both vectors). Use ±[`INFINITY`] for no bound.
+    pub fn set_variable_bounds(&mut self, lower: &Vector, upper: &Vector) -> Result<()> {
+        // SAFETY: live handles; PETSc takes its own references to the vectors.
+        check(unsafe { ffi::SNESVISetVariableBounds(self.raw, lower.raw(), upper.raw()) })
     }
 
     /// Method by PETSc name (`"newtonls"`, `"newtontr"`, `"ksponly"`, ...).

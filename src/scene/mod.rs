@@ -242,6 +242,8 @@ pub enum CdMethod {
     Apgd,
     /// Projected Gauss–Seidel on the LCP (21); the forces depend on the contact order.
     Pgs,
+    /// PETSc's variational-inequality Newton (active set) on the LCP (21), N assembled.
+    Newton,
 }
 
 /// Order in which PGS visits a rank's contacts (Jacobi between ranks).

@@ -54,8 +54,9 @@ pub(super) fn check_friction(
     if sim.solver == SolverKind::CompatibleCd && compat_method == Some(crate::scene::CompatMethod::AugmentedLagrangian) {
         return Err(c.err("compatibility.method", format!("\"augmented-lagrangian\" is frictionless and material[{i}] has {key} (use method = \"newton\", the default, or \"apgd\")")));
     }
-    if solver.get().is_some_and(|s| s.method == crate::scene::CdMethod::Pgs) {
-        return Err(c.err("solver.method", format!("\"pgs\" is frictionless and material[{i}] has friction (use method = \"apgd\", the default)")));
+    if let Some(m @ (crate::scene::CdMethod::Pgs | crate::scene::CdMethod::Newton)) = solver.get().map(|s| s.method) {
+        let name = if m == crate::scene::CdMethod::Pgs { "pgs" } else { "newton" };
+        return Err(c.err("solver.method", format!("\"{name}\" is frictionless and material[{i}] has friction (use method = \"apgd\", the default)")));
     }
     Ok(())
 }
