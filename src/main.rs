@@ -48,7 +48,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
     let code = {
         // rsmpi first; PETSc initialises on top of it and is finalised (dropped)
         // before the universe finalises MPI.
@@ -57,6 +56,17 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         };
         let world = universe.world();
+        // After MPI, so that under mpirun a usage error (or --help) is
+        // printed once, by rank 0; clap's exit status (2 for bad usage).
+        let cli = match Cli::try_parse() {
+            Ok(cli) => cli,
+            Err(e) => {
+                if world.rank() == 0 {
+                    let _ = e.print();
+                }
+                return ExitCode::from(e.exit_code() as u8);
+            }
+        };
         logging::init(world.rank(), cli.verbose);
         parallel::signals::install_handlers();
         match cli.command {

@@ -194,6 +194,15 @@ fn errors_agree_across_ranks() {
 }
 
 #[test]
+fn a_usage_error_under_mpirun_is_printed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run_bad(dir.path(), GOOD, &["--no-such-flag"], Some(2));
+    assert_eq!(code, Some(2), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("--no-such-flag")).collect();
+    assert_eq!(lines.len(), 2, "clap's error and its tip, once, not once per rank: {stderr}");
+}
+
+#[test]
 fn check_prints_summary() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("ok.toml");
