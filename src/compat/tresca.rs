@@ -16,8 +16,10 @@ use crate::petsc::{Result, Vector};
 /// Tresca rounds before a solve is reported as not converged.
 pub const MAX_ROUNDS: u32 = 100;
 
-/// Tresca rounds before the coupled Newton may take over (when a round no
-/// longer halves the change). Measured on the n = 20 pyramid.
+/// Tresca rounds before the coupled Newton takes over. On the n = 20
+/// pyramid one round, then the coupled solve: μ = 0.3 in 26 Newton steps
+/// (1.8 s), against 64 (2.1 s) when the rounds go on while each halves
+/// the change; μ = 10 in 15 against 20.
 const SWITCH_AFTER: u32 = 1;
 
 /// Smallest approach in Mindlin's k_t = κ (p−1) k̃ δ^{p−2} when p < 2.
@@ -60,9 +62,8 @@ fn stiffness(dual: &Dual, kappa: f64, i: usize, f_n: f64) -> f64 {
 /// Solves the frictional dual from `u0` (scaled) with the elastic history
 /// `anchor` (scaled) and the first bounds from `f_n0` (scaled normal forces,
 /// CD's). `inner(dual, u0)` is one solve (Newton or APGD) of the problem
-/// `dual` holds. Tresca rounds first; with `coupled` (Newton) the rounds
-/// stop once they no longer halve the change and the Coulomb problem is
-/// solved whole from there (τ = μ f_n(u) inside the Newton iterations),
+/// `dual` holds. Tresca rounds first; with `coupled` (Newton) after
+/// [`SWITCH_AFTER`] rounds the Coulomb problem is solved whole from there (τ = μ f_n(u) inside the Newton iterations),
 /// again until the sliding contacts keep their μ. Collective.
 #[allow(clippy::too_many_arguments)]
 pub fn solve<S>(dual: &mut Dual, u0: Option<Vector>, anchor: Vec<[f64; 2]>, f_n0: &[f64], fr: &Friction, tol: f64, coupled: bool, mut inner: S) -> Result<Rounds>
@@ -82,7 +83,6 @@ where
     });
     let mut u = u0;
     let (mut iterations, mut linear, mut rounds) = (0u64, 0u64, 0u32);
-    let mut last_change = f64::INFINITY;
     let mut delta = dual.op.contact_vec()?;
     loop {
         rounds += 1;
@@ -127,10 +127,8 @@ where
             let anchor = anchors(dual, &res, &delta)?;
             return Ok(Rounds { result: res, rounds, sliding, anchor });
         }
-        let slow = rounds >= SWITCH_AFTER && change > 0.5 * last_change;
-        last_change = change;
         let t = dual.friction.as_mut().expect("set above");
-        t.coupled |= coupled && slow;
+        t.coupled |= coupled && rounds >= SWITCH_AFTER;
         t.tau = tau;
         t.kt = kt;
         t.mu = mu;
