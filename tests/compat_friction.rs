@@ -283,7 +283,7 @@ fn dem_limit(np: usize, dir: &Path, name: &str, gap: f64, kappa: f64, mu: f64) -
         last = frames(&out).pop();
     }
     let limit = at[1].iter().zip(&at[0]).map(|(b, a)| (b.0, [0, 1, 2].map(|k| 2.0 * b.1[k] - a.1[k]))).collect();
-    let [soft, stiff] = [at[0].clone(), at[1].clone()];
+    let [soft, stiff]: [_; 2] = at.try_into().unwrap();
     ([limit, soft, stiff], last.unwrap())
 }
 

@@ -68,6 +68,8 @@ pub struct CompatStats {
     pub warm: u64,
     pub seconds: f64,
     pub not_converged: u64,
+    /// Tresca rounds and coupled Coulomb solves of the frictional solves.
+    pub friction_solves: u64,
 }
 
 /// The `compatible-cd` solver: a CD step, then (every `compatibility.every`
@@ -84,8 +86,6 @@ pub struct CompatibleCdSolver {
     /// The scene has friction: CD's B has three rows per contact and the
     /// compatible forces come from Tresca rounds ([`tresca`]).
     friction: bool,
-    /// Fixed-point rounds of the frictional solves.
-    pub rounds: u64,
     /// Force scale s, p and the global number of bars of the last dual
     /// solve, whose displacements and bars are World history
     /// ([`U_WARM`], [`IN_TRUSS`]).
@@ -304,7 +304,7 @@ impl Solver for CompatibleCdSolver {
         // Readers take a missing tangential force as zero (frictionless).
         self.f_compatible_t.clear();
         if let Some(t) = tangential.filter(|t| t.f_t.len() == forces.f_n.len()) {
-            self.rounds += t.rounds as u64;
+            self.stats.friction_solves += t.rounds as u64;
             let (a, slid) = (history.contact.col(T_ANCHOR), history.contact.col(T_SLID));
             for i in 0..nc {
                 let key = ctx.contacts.key(i);
@@ -332,7 +332,7 @@ impl Solver for CompatibleCdSolver {
         m.insert("compatibility_solves".into(), self.stats.solves.into());
         m.insert("compatibility_not_converged".into(), self.stats.not_converged.into());
         if self.friction {
-            m.insert("compatibility_friction_solves".into(), self.rounds.into());
+            m.insert("compatibility_friction_solves".into(), self.stats.friction_solves.into());
         }
         m
     }
