@@ -618,7 +618,7 @@ fn take_step(
 }
 
 /// Refuses a start where two spheres overlap by more than
-/// `START_OVERLAP` of the smaller radius (collective). Start-up checked
+/// `simulation.start_overlap` of the smaller radius (collective). Start-up checked
 /// each rank's bodies among themselves; this also sees pairs on two ranks.
 fn check_start_overlaps(world: &World) -> Result<(), RunError> {
     let (b, c, scene) = (world.bodies(), world.contacts(), world.scene());
@@ -632,7 +632,7 @@ fn check_start_overlaps(world: &World) -> Result<(), RunError> {
             return None;
         }
         let r = radius(ia)?.min(radius(ib)?);
-        (c.gap[k] < -crate::scene::START_OVERLAP * r).then(|| format!("bodies {} and {} overlap by {:.3e} m at the start", c.a[k], c.b[k], -c.gap[k]))
+        (c.gap[k] < -scene.simulation.start_overlap * r).then(|| format!("bodies {} and {} overlap by {:.3e} m at the start ({})", c.a[k], c.b[k], -c.gap[k], scene.simulation.overlap_hint()))
     });
     // The lowest rank with an overlap names it.
     parallel::first_message(world.comm(), bad).map_or(Ok(()), |m| Err(RunError::Input(m)))

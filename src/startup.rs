@@ -580,12 +580,12 @@ fn check_placed(scene: &Scene, bodies: &Bodies) -> Option<String> {
         let Some(r) = radius(bodies.shape[i]) else { continue };
         let p = bodies.position[i];
         let id = bodies.id[i];
-        let tol = if dem { 0.0 } else { -crate::scene::START_OVERLAP * r };
+        let tol = if dem { 0.0 } else { -scene.simulation.start_overlap * r };
         let others = if bodies.fixed[i] { &placed_moving } else { &placed };
         if !others.free(&p, r, tol) {
             return Some(format!(
-                "body {id} overlaps another body from a file or generator{}",
-                if dem { " (solver = \"dem\" needs positive gaps)" } else { "" }
+                "body {id} overlaps another body from a file or generator ({})",
+                if dem { "solver = \"dem\" needs positive gaps".to_string() } else { scene.simulation.overlap_hint() }
             ));
         }
         placed.insert(p, r);
@@ -596,14 +596,14 @@ fn check_placed(scene: &Scene, bodies: &Bodies) -> Option<String> {
                 if dem && d <= 0.0 {
                     return Some(format!("solver = \"dem\" needs a positive initial gap: body {id} touches wall[{w}] (gap {d:.3e})"));
                 }
-                if d < -crate::scene::START_OVERLAP * r {
-                    return Some(format!("body {id} penetrates wall[{w}] by {:.3e}", -d));
+                if d < -scene.simulation.start_overlap * r {
+                    return Some(format!("body {id} penetrates wall[{w}] by {:.3e} ({})", -d, scene.simulation.overlap_hint()));
                 }
             }
         }
         let against = if bodies.fixed[i] { &moving } else { &all };
         if !against.is_empty() && !against.free(&p, r, tol) {
-            return Some(format!("body {id} overlaps an explicit [[body]]{}", if dem { " (solver = \"dem\" needs positive gaps)" } else { "" }));
+            return Some(format!("body {id} overlaps an explicit [[body]] ({})", if dem { "solver = \"dem\" needs positive gaps".to_string() } else { scene.simulation.overlap_hint() }));
         }
     }
     None

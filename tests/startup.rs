@@ -260,20 +260,37 @@ fn a_scene_too_large_for_the_machine_is_refused_before_allocating() {
 fn a_pack_resting_on_a_wall_at_round_off_starts_and_a_real_overlap_is_refused() {
     // A pack written by CD rests with overlaps at its solver tolerance
     // (~1e-8 of a radius); reading it back must work. A millimetre is a typo.
+    // Between the two, `simulation.start_overlap` (1e-6 of a radius by
+    // default) decides: 1e-5 of a radius, against a wall or between two
+    // file bodies, is refused unless it is raised.
     let dir = tempfile::tempdir().unwrap();
     let floor = "\n[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\n";
-    for (z, ok) in [(0.01 - 1e-10, true), (0.01 - 1e-3, false)] {
-        let csv = format!("id,x,y,z,radius\n0,0.0,0.0,{z},0.01\n1,0.1,0.0,0.05,0.01\n");
-        let cfg = file_scene(dir.path(), &format!("rest-{ok}.csv"), &csv, floor);
+    let wall = |z: f64| format!("id,x,y,z,radius\n0,0.0,0.0,{z},0.01\n1,0.1,0.0,0.05,0.01\n");
+    // Sphere 1 overlaps sphere 0 by 1e-7 m = 1e-5 r.
+    let pair = format!("id,x,y,z,radius\n0,0.0,0.0,0.05,0.01\n1,{},0.0,0.05,0.01\n", 0.02 - 1e-7);
+    let raised = ["--set", "simulation.start_overlap=1e-4"];
+    let cases: [(&str, String, &[&str], Option<&str>); 6] = [
+        ("rest", wall(0.01 - 1e-10), &[], None),
+        ("typo", wall(0.01 - 1e-3), &[], Some("penetrates wall[0]")),
+        ("wall-5", wall(0.01 - 1e-7), &[], Some("penetrates wall[0]")),
+        ("wall-5-raised", wall(0.01 - 1e-7), &raised, None),
+        ("pair-5", pair.clone(), &[], Some("overlap")),
+        ("pair-5-raised", pair.clone(), &raised, None),
+    ];
+    for (name, csv, extra, refused) in &cases {
+        let cfg = file_scene(dir.path(), &format!("{name}.csv"), csv, floor);
         for np in [1, 2] {
-            let o = common::mpirun(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap(), "--overwrite"]);
+            let mut args = vec!["run", cfg.to_str().unwrap(), "--overwrite"];
+            args.extend_from_slice(extra);
+            let o = common::mpirun(np, &common::stiffgrain(), &args);
             let lines = error_lines(&o.stderr);
-            if ok {
-                assert!(o.status.success(), "z = {z}, {np} ranks: {lines:?}");
-            } else {
-                assert_eq!(o.status.code(), Some(2), "z = {z}, {np} ranks: {lines:?}");
-                assert_eq!(lines.len(), 1, "{lines:?}");
-                assert!(lines[0].contains("penetrates wall[0]"), "{lines:?}");
+            match refused {
+                None => assert!(o.status.success(), "{name}, {np} ranks: {lines:?}"),
+                Some(what) => {
+                    assert_eq!(o.status.code(), Some(2), "{name}, {np} ranks: {lines:?}");
+                    assert_eq!(lines.len(), 1, "{lines:?}");
+                    assert!(lines[0].contains(what) && lines[0].contains("simulation.start_overlap = 1e-6"), "{name}, {np} ranks: {lines:?}");
+                }
             }
         }
     }

@@ -335,6 +335,13 @@ pub struct SimulationCfg {
     /// radius) stayed below this for 10 consecutive steps.
     #[schemars(extend("x-unit" = "m/s", "x-default" = "none"))]
     pub until_static: Option<f64>,
+    /// Overlap of two spheres, or of a sphere and a wall, accepted at the
+    /// start under cd and compatible-cd, as a fraction of the smaller radius
+    /// (below 1). A pack CD wrote rests with overlaps near its solver
+    /// tolerance; one whose frictional steps stopped short of it may overlap
+    /// more. The DEM needs positive gaps whatever this says.
+    #[schemars(extend("x-default" = "1e-6"))]
+    pub start_overlap: Option<f64>,
 }
 
 fn default_dim() -> u8 {

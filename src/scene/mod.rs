@@ -204,15 +204,26 @@ pub struct Simulation {
     /// Stop once the largest body speed (|v| + |ω| · bounding radius) has
     /// stayed below this for [`STATIC_STEPS`] steps (None: run to t_end).
     pub until_static: Option<f64>,
+    /// Overlap accepted at the start, as a fraction of the smaller radius
+    /// (cd, compatible-cd; the DEM needs gaps).
+    pub start_overlap: f64,
+}
+
+impl Simulation {
+    /// What a refused start overlap is measured against, for its message.
+    pub fn overlap_hint(&self) -> String {
+        format!("more than simulation.start_overlap = {:e} of the radius", self.start_overlap)
+    }
 }
 
 /// Consecutive quiet steps that make a run static (`until_static`).
 pub const STATIC_STEPS: u64 = 10;
 
-/// Overlap of a body with a wall or another body accepted at start, as a
-/// fraction of its radius, for the rigid solvers (the DEM needs gaps): a
-/// pack written by CD rests with overlaps at its solver tolerance (~1e-8 r),
-/// and reading it back must not fail; a typo in a position is far larger.
+/// The default of `simulation.start_overlap`: the overlap of a body with a
+/// wall or another body accepted at start, as a fraction of its radius, for
+/// the rigid solvers (the DEM needs gaps): a pack written by CD rests with
+/// overlaps at its solver tolerance (~1e-8 r), and reading it back must not
+/// fail; a typo in a position is far larger.
 pub const START_OVERLAP: f64 = 1e-6;
 
 /// Where and how often a run writes.

@@ -113,21 +113,24 @@ pub(super) fn periodic(
     Ok(Some(periodic))
 }
 
-/// Refuses spheres that interpenetrate each other or a wall at the start
-/// (meshes are checked by their contact detection later).
+/// Refuses spheres that interpenetrate each other or a wall at the start by
+/// more than `start_overlap` of a radius (meshes are checked by their
+/// contact detection later).
 pub(super) fn check_overlaps(
     c: &Ctx,
     bodies: &Bodies,
     shapes: &[Shape],
     walls: &[Wall],
     origin: &[String],
+    simulation: &crate::scene::Simulation,
 ) -> Result<(), ConfigError> {
     let radius = |i: usize| match shapes[bodies.shape[i] as usize] {
         Shape::Sphere { radius } => Some(radius),
         Shape::Mesh(_) => None,
     };
     let spheres: Vec<usize> = (0..bodies.len()).filter(|&i| radius(i).is_some()).collect();
-    let tol = |r: f64| crate::scene::START_OVERLAP * r;
+    let tol = |r: f64| simulation.start_overlap * r;
+    let hint = || simulation.overlap_hint();
     let mut pairs = Vec::new();
     for (a, b) in generate::close_pairs(&spheres.iter().map(|&i| (bodies.position[i], radius(i).unwrap())).collect::<Vec<_>>()) {
         let (i, j) = (spheres[a], spheres[b]);
@@ -142,11 +145,12 @@ pub(super) fn check_overlaps(
         return Err(c.err(
             &origin[j],
             format!(
-                "{} overlapping pair(s) of bodies (ids {}{}); bodies {i} and {j} overlap by {:.3e}",
+                "{} overlapping pair(s) of bodies (ids {}{}); bodies {i} and {j} overlap by {:.3e} ({})",
                 pairs.len(),
                 list.join(", "),
                 if pairs.len() > 5 { ", ..." } else { "" },
-                -gap
+                -gap,
+                hint(),
             ),
         ));
     }
@@ -154,7 +158,7 @@ pub(super) fn check_overlaps(
         for &i in &spheres {
             let d = (bodies.position[i] - wall.point).dot(&wall.normal) - radius(i).unwrap();
             if d < -tol(radius(i).unwrap()) && !bodies.fixed[i] {
-                return Err(c.err(&origin[i], format!("body {i} penetrates wall[{w}] by {:.3e}", -d)));
+                return Err(c.err(&origin[i], format!("body {i} penetrates wall[{w}] by {:.3e} ({})", -d, hint())));
             }
         }
     }

@@ -66,7 +66,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<(Scene, Vec
     }
     check_bodies_present(&c, &simulation, &bodies, &sources, &origin)?;
     let walls = walls(&c, &cfg, &names)?;
-    checks::check_overlaps(&c, &bodies, &shapes, &walls, &origin)?;
+    checks::check_overlaps(&c, &bodies, &shapes, &walls, &origin, &simulation)?;
     let output = output(&c, &cfg.output)?;
     let solver = solvers::solver_settings(&c, &cfg.solver, simulation.solver)?;
     solvers::check_friction(&c, &cfg.material, &simulation, &solver, cfg.compatibility.method)?;
@@ -125,6 +125,11 @@ fn simulation(c: &Ctx, s: &SimulationCfg) -> Result<Simulation, ConfigError> {
         dt: c.positive("simulation.dt", s.dt)?,
         gravity: c.finite3("simulation.gravity", s.gravity)?,
         until_static: s.until_static.map(|v| c.positive("simulation.until_static", v)).transpose()?,
+        start_overlap: match s.start_overlap {
+            None => crate::scene::START_OVERLAP,
+            Some(v) if (0.0..1.0).contains(&v) => v,
+            Some(v) => return Err(c.err("simulation.start_overlap", format!("must be at least 0 and below 1 (a fraction of a radius), got {v}"))),
+        },
     };
     // Sanity limits: a run of more steps than any machine takes, or a
     // gravity that overflows positions and energies, is a typo.
