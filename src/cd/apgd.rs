@@ -102,9 +102,13 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, c: &Constraint, p: &Vector, f
                 }
             }
             op.apply_n(&xn, &mut nxn)?;
-            let mut r_local;
-            (sums, r_local) = trial_sums(&xn.view()?, &nxn.view()?, &y.view()?, &ny.view()?, &x.view()?, &p.view()?, act);
-            if !normal {
+            let r_local;
+            if normal {
+                (sums, r_local) = trial_sums::<true>(&xn.view()?, &nxn.view()?, &y.view()?, &ny.view()?, &x.view()?, &p.view()?, act);
+            } else {
+                // The frictional residual is per contact (De Saxcé's or the
+                // cone's natural map), not the sums' per-row lane.
+                (sums, _) = trial_sums::<false>(&xn.view()?, &nxn.view()?, &y.view()?, &ny.view()?, &x.view()?, &p.view()?, act);
                 r_local = c.residual(&xn.view()?, &nxn.view()?, &p.view()?);
             }
             if let Some(sc) = &c.scale {
@@ -154,18 +158,20 @@ pub fn apgd(comm: &Comm, op: &mut ContactOperator, c: &Constraint, p: &Vector, f
 }
 
 /// The local parts of [dᵀ(N x⁺ − N y), ‖d‖², gᵀ(x⁺ − x)] with d = x⁺ − y,
-/// g = N y + p, and of the residual max |min(x⁺, N x⁺ + p)| over the active
-/// contacts (`act` is 1 or 0). Four lanes of sums break the add chains.
+/// g = N y + p, and with `RESIDUAL` of the residual max |min(x⁺, N x⁺ + p)|
+/// over the active contacts (`act` is 1 or 0; 0 without). Four lanes of
+/// sums break the add chains.
 #[allow(clippy::too_many_arguments)]
-fn trial_sums(xn: &[f64], nxn: &[f64], y: &[f64], ny: &[f64], x: &[f64], p: &[f64], act: &[f64]) -> ([f64; 3], f64) {
+fn trial_sums<const RESIDUAL: bool>(xn: &[f64], nxn: &[f64], y: &[f64], ny: &[f64], x: &[f64], p: &[f64], act: &[f64]) -> ([f64; 3], f64) {
     const L: usize = 4;
     let n = xn.len();
     let (nxn, y, ny, x, p, act) = (&nxn[..n], &y[..n], &ny[..n], &x[..n], &p[..n], &act[..n]);
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn terms(xn: f64, nxn: f64, y: f64, ny: f64, x: f64, p: f64, act: f64) -> [f64; 4] {
+    fn terms<const R: bool>(xn: f64, nxn: f64, y: f64, ny: f64, x: f64, p: f64, act: f64) -> [f64; 4] {
         let d = xn - y;
-        [d * (nxn - ny), d * d, (ny + p) * (xn - x), xn.min(nxn + p).abs() * act]
+        let r = if R { xn.min(nxn + p).abs() * act } else { 0.0 };
+        [d * (nxn - ny), d * d, (ny + p) * (xn - x), r]
     }
     #[inline(always)]
     fn add(a: &mut [f64; 4], t: [f64; 4]) {
@@ -179,11 +185,11 @@ fn trial_sums(xn: &[f64], nxn: &[f64], y: &[f64], ny: &[f64], x: &[f64], p: &[f6
     for c in (0..full).step_by(L) {
         for (l, a) in acc.iter_mut().enumerate() {
             let k = c + l;
-            add(a, terms(xn[k], nxn[k], y[k], ny[k], x[k], p[k], act[k]));
+            add(a, terms::<RESIDUAL>(xn[k], nxn[k], y[k], ny[k], x[k], p[k], act[k]));
         }
     }
     for k in full..n {
-        add(&mut acc[0], terms(xn[k], nxn[k], y[k], ny[k], x[k], p[k], act[k]));
+        add(&mut acc[0], terms::<RESIDUAL>(xn[k], nxn[k], y[k], ny[k], x[k], p[k], act[k]));
     }
     let sum = |j: usize| acc.iter().map(|a| a[j]).sum::<f64>();
     ([sum(0), sum(1), sum(2)], acc.iter().fold(0.0, |m, a| m.max(a[3])))
