@@ -128,6 +128,13 @@ fn unknown_dem_tangent() {
 }
 
 #[test]
+fn start_overlap_must_be_a_fraction_of_a_radius() {
+    for bad in ["1.5", "-1e-6"] {
+        expect_error(&GOOD.replace("dt = 0.001", &format!("dt = 0.001\nstart_overlap = {bad}")), &[], "simulation.start_overlap");
+    }
+}
+
+#[test]
 fn overlapping_explicit_bodies() {
     expect_error(&GOOD.replace("[2.0, 0.0, 1.0]", "[0.6, 0.0, 1.0]"), &[], "body[1]");
 }
