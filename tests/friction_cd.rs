@@ -332,13 +332,17 @@ fn each_step_reports_its_residual_and_a_step_short_of_its_tolerance_says_so() {
     let out = dir.path().join("out-short");
     let cfg = dir.path().join("short.toml");
     std::fs::write(&cfg, short.replace("OUTDIR", &out.display().to_string())).unwrap();
-    let o = common::mpirun(2, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+    // 100 steps, more than 10 of them short: the first 10 are warned, then
+    // every 100th.
+    let o = common::mpirun(2, &common::stiffgrain(), &["run", cfg.to_str().unwrap(), "--set", "simulation.t_end=0.1"]);
     assert!(o.status.success(), "a step short of its tolerance stops the run");
     let log = String::from_utf8_lossy(&o.stderr).into_owned();
     let warned: Vec<&str> = log.lines().filter(|l| l.contains("cd (coulomb friction) stopped after 2 iterations at residual")).collect();
     let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let missed = s["cd_steps_not_converged"].as_u64().unwrap();
-    assert!(missed > 0 && warned.len() as u64 == missed, "{missed} steps short of the tolerance, {} warning lines:\n{log}", warned.len());
+    let expected = (1..=missed).filter(|n| *n <= 10 || n % 100 == 0).count();
+    assert!(missed > 10 && warned.len() == expected, "{missed} steps short of the tolerance, {} warning lines:\n{log}", warned.len());
+    assert!(warned[9].contains("warned every 100th"), "the 10th warning says what follows: {}", warned[9]);
     let first: f64 = warned[0].split("at residual ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     let step: usize = warned[0].split("step ").nth(1).unwrap().split(':').next().unwrap().parse().unwrap();
     let res = s["solver_residual_per_step"][step - 1].as_f64().unwrap();
