@@ -573,6 +573,7 @@ fn check_placed(scene: &Scene, bodies: &Bodies) -> Option<String> {
     // on one point costs O(N). Pairs on two ranks are checked after the
     // first detection (driver).
     let (mut placed, mut placed_moving) = (Packing::new(2.0 * rmax), Packing::new(2.0 * rmax));
+    let why = if dem { "solver = \"dem\" needs positive gaps".to_string() } else { scene.simulation.overlap_hint() };
     for i in 0..bodies.len() {
         if bodies.id[i] < n_explicit {
             continue;
@@ -584,8 +585,7 @@ fn check_placed(scene: &Scene, bodies: &Bodies) -> Option<String> {
         let others = if bodies.fixed[i] { &placed_moving } else { &placed };
         if !others.free(&p, r, tol) {
             return Some(format!(
-                "body {id} overlaps another body from a file or generator ({})",
-                if dem { "solver = \"dem\" needs positive gaps".to_string() } else { scene.simulation.overlap_hint() }
+                "body {id} overlaps another body from a file or generator ({why})"
             ));
         }
         placed.insert(p, r);
@@ -603,7 +603,7 @@ fn check_placed(scene: &Scene, bodies: &Bodies) -> Option<String> {
         }
         let against = if bodies.fixed[i] { &moving } else { &all };
         if !against.is_empty() && !against.free(&p, r, tol) {
-            return Some(format!("body {id} overlaps an explicit [[body]] ({})", if dem { "solver = \"dem\" needs positive gaps".to_string() } else { scene.simulation.overlap_hint() }));
+            return Some(format!("body {id} overlaps an explicit [[body]] ({why})"));
         }
     }
     None
