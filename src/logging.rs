@@ -45,9 +45,37 @@ pub fn num(x: f64) -> String {
     format!("{mantissa}e{exp}")
 }
 
+/// Steps that miss their tolerance and are each warned; after them, every
+/// `WARN_EVERY`-th is (a dense frictional pack can miss at every step).
+const WARN_FIRST: u64 = 10;
+const WARN_EVERY: u64 = 100;
+
+/// Whether the `n`-th step short of its tolerance (1-based) is warned,
+/// and the end of its warning line: at the last one warned each time, what
+/// follows (the steps are all counted under `counter` in summary.json);
+/// later, the count so far.
+pub fn step_warning(n: u64, counter: &str) -> Option<String> {
+    match n {
+        WARN_FIRST => Some(format!("; further such steps are counted in summary.json ({counter}) and warned every {WARN_EVERY}th")),
+        n if n < WARN_FIRST => Some(String::new()),
+        n if n % WARN_EVERY == 0 => Some(format!("; {n} such steps so far")),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::num;
+    use super::{num, step_warning};
+
+    #[test]
+    fn steps_short_of_their_tolerance_are_warned_ten_then_every_hundredth() {
+        let warned: Vec<u64> = (1..=1000).filter(|&n| step_warning(n, "c").is_some()).collect();
+        let expected: Vec<u64> = (1..=10).chain((1..=10).map(|k| 100 * k)).collect();
+        assert_eq!(warned, expected);
+        assert_eq!(step_warning(3, "c").unwrap(), "");
+        assert!(step_warning(10, "cd_steps_not_converged").unwrap().contains("(cd_steps_not_converged)"));
+        assert_eq!(step_warning(300, "c").unwrap(), "; 300 such steps so far");
+    }
 
     #[test]
     fn numbers_are_short() {

@@ -59,11 +59,6 @@ pub struct CdStats {
     pub friction_rounds: u64,
 }
 
-/// Steps short of their tolerance that are each warned; after them, every
-/// `WARN_EVERY`-th is.
-const WARN_FIRST: u64 = 10;
-const WARN_EVERY: u64 = 100;
-
 /// History column of the previous step's force of each contact (the warm
 /// start; World history, so it moves with the contact and is checkpointed).
 pub const WARM: &str = "f_previous";
@@ -325,17 +320,8 @@ impl CdSolver {
             self.stats.contact_applies += (op.applies - applies0) * nc as u64;
             if !res.converged {
                 self.stats.not_converged += 1;
-                // A dense frictional pack can miss at every step: the first
-                // few are warned, then every WARN_EVERY-th (summary.json
-                // counts them all and has every step's residual).
-                let n = self.stats.not_converged;
-                if n <= WARN_FIRST || n % WARN_EVERY == 0 {
+                if let Some(more) = crate::logging::step_warning(self.stats.not_converged, "cd_steps_not_converged") {
                     let what = if self.friction { format!("{:?} friction", set.friction_law).to_lowercase() } else { format!("{:?}", set.method) };
-                    let more = match n {
-                        WARN_FIRST => format!("; further such steps are counted in summary.json (cd_steps_not_converged) and warned every {WARN_EVERY}th"),
-                        n if n > WARN_FIRST => format!("; {n} such steps so far"),
-                        _ => String::new(),
-                    };
                     log::warn!(
                         "step {}: cd ({what}) stopped after {} iterations at residual {:e} (threshold {:e}){more}",
                         ctx.step,

@@ -273,16 +273,18 @@ impl Solver for CompatibleCdSolver {
             tangential = res.friction.take();
             if !res.converged {
                 stats.not_converged += 1;
-                log::warn!(
-                    "step {}: compatibility ({:?}) stopped after {} outer and {} inner iterations at feasibility {:e}, optimality {:e}{}",
-                    ctx.step,
-                    set.method,
-                    res.outer,
-                    res.inner,
-                    res.feasibility,
-                    res.optimality,
-                    tangential.as_ref().map_or(String::new(), |t| format!(", after {} frictional solves (Tresca rounds and coupled Coulomb solves)", t.rounds))
-                );
+                if let Some(more) = crate::logging::step_warning(stats.not_converged, "compatibility_not_converged") {
+                    log::warn!(
+                        "step {}: compatibility ({:?}) stopped after {} outer and {} inner iterations at feasibility {:e}, optimality {:e}{}{more}",
+                        ctx.step,
+                        set.method,
+                        res.outer,
+                        res.inner,
+                        res.feasibility,
+                        res.optimality,
+                        tangential.as_ref().map_or(String::new(), |t| format!(", after {} frictional solves (Tresca rounds and coupled Coulomb solves)", t.rounds))
+                    );
+                }
             }
             log::debug!(
                 "step {}: compatibility {} outer, {} inner, feasibility {:e}, optimality {:e}",
