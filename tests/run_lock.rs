@@ -50,7 +50,11 @@ fn a_second_run_or_restart_into_a_directory_in_use_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     // A first run, long enough to be running while the others try.
+    // It keeps every checkpoint: with pruning, checkpoint 10 can come and go
+    // between two polls on a loaded machine.
     let long = write(tmp.path(), "long", &scene(3, 100.0), &out);
+    let text = std::fs::read_to_string(&long).unwrap().replace("checkpoint_keep = 2", "checkpoint_keep = 1000000");
+    std::fs::write(&long, text).unwrap();
     let mut first = common::mpirun_cmd(2, &common::stiffgrain(), &["run", long.to_str().unwrap()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
