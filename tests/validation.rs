@@ -204,7 +204,7 @@ fn two_species_pyramid_compatible_cd_matches_dem_with_pair_stiffness() {
 fn dropped(n: usize, rel: f64, rest: f64, extra: &str) -> String {
     let dem = pyramid_n(n, "dem", "apgd", eps1_n(n, rel), 0.05 * R)
         .replace("t_end = 0.1\n", &format!("t_end = 1.0\nuntil_static = {rest:e}\n"))
-        .replace("damping = 1.0\n", &format!("damping = 1.0\ndamping_cap = 1.0\nbeta = 0.5\ngamma = 1.0\n{extra}"));
+        .replace("damping = 1.0\n", &format!("damping = 1.0\ndamping_cap = 1.0\nbeta = 0.5625\ngamma = 1.0\n{extra}"));
     assert!(dem.contains("until_static") && dem.contains("layer_gap = 6.25e-5"), "{dem}");
     dem
 }

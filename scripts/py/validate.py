@@ -107,15 +107,16 @@ QS_PETSC = ("-ksp_type", "preonly", "-pc_type", "lu", "-pc_factor_mat_ordering_t
 # The DEM reference: the pyramid dropped as in olsen-kamrin (layers 5 % of a
 # radius apart), run until every speed is below 1e-7 m/s. Critical normal
 # damping capped at the elastic force (continuous at activation), Newmark
-# β = 1/2, γ = 1 (the most numerical damping of the unconditionally stable
-# family: a landing layer at Δt ~ 2e-5 s kicked the edge spheres of the
-# layers below sideways with γ = 0.7, and at n = 20 the pyramid came apart;
-# BENCHMARKS.md "Stiff pyramid dropped under DEM"), and the line search on
+# γ = 1, β = (γ + 1/2)²/4 (the most numerical damping of the family: the
+# stiffest modes lose 2/3 of their amplitude per step; with γ = 0.7 a
+# landing layer at Δt ~ 2e-5 s kicked the edge spheres of the layers below
+# sideways and at n = 20 the pyramid came apart, and β = 1/2 does not damp
+# them at all, so a contact's velocity flips sign every step at rest), and the line search on
 # the step's energy. DROP_PETSC: block-Jacobi ILU(0) (3×3 blocks for these
 # frictionless spheres), a stalled Krylov solve fails fast.
 LAYER_GAP = 0.05 * R
 REST_SPEED = "1e-7"  # m/s, as written in the configs and the report
-DROP_DEM = "damping = 1.0\ndamping_cap = 1.0\nbeta = 0.5\ngamma = 1.0\nline_search = \"energy\"\n"
+DROP_DEM = "damping = 1.0\ndamping_cap = 1.0\nbeta = 0.5625\ngamma = 1.0\nline_search = \"energy\"\n"
 DROP_PETSC = ("-sub_pc_factor_levels", "0", "-ksp_max_it", "500")
 
 
@@ -361,7 +362,7 @@ def write_report(a, beams, pyr, dem, total, figs=()):
           "CD spheres have radius r + ḡ/2 at the same centres (same mass), so the CD's rigid contact geometry is the "
           "DEM's zero-force geometry. The paper's pyramid is n = 20 (2,870 spheres); n = 4 and 8 are the CI-sized cases. "
           f"The DEM reference is the pyramid dropped as in olsen-kamrin (layers {LAYER_GAP / R:g} r apart) and run until every speed is "
-          f"below {REST_SPEED} m/s on {a.np} ranks: Δt ≤ 2e-4 s (adaptive), critical damping capped at the elastic force, Newmark β = 1/2, γ = 1, "
+          f"below {REST_SPEED} m/s on {a.np} ranks: Δt ≤ 2e-4 s (adaptive), critical damping capped at the elastic force, Newmark β = 0.5625, γ = 1, "
           "the line search on the step's energy, GMRES + block-Jacobi ILU(0) (the note gives when it came to rest). "
           f"Beyond n = {QUASI_STATIC_N} the quasi-static DEM ({QS_STEPS} steps of Δt = {QS_DT} s with a direct solver, LU on 1 rank; "
           ") is run as a cross-check. "

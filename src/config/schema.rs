@@ -236,10 +236,10 @@ pub struct DemCfg {
     /// Tangential damping ratio ζ_t: c_t = 2 ζ_t √(ε_t m) of eq 54 (default 0).
     #[schemars(extend("x-unit" = "1", "x-default" = "0"))]
     pub damping_t: Option<f64>,
-    /// Newmark β (default 0.3).
+    /// Newmark β in (0, 1] (default 0.3); β = (γ + 1/2)²/4 damps the stiffest modes most.
     #[schemars(extend("x-unit" = "1", "x-default" = "0.3"))]
     pub beta: Option<f64>,
-    /// Newmark γ (default 0.5).
+    /// Newmark γ in (0, 1] (default 0.5; above 1/2 the scheme dissipates).
     #[schemars(extend("x-unit" = "1", "x-default" = "0.5"))]
     pub gamma: Option<f64>,
     /// Smallest adaptive time step (default simulation.dt / 1024).

@@ -164,6 +164,33 @@ pub fn residual_scale(s: &RigidState, nm: &Newmark, u: &Vector3<f64>, alpha: &Ve
 mod tests {
     use super::*;
 
+    /// A stiff spring (ωΔt = 1e4) stepped by eq 21: its velocity shrinks
+    /// by the spectral radius (2γ − 1)/(2γ + 1) = 1/3 per step at γ = 1,
+    /// β = (γ + 1/2)²/4, and not at all at β = 1/2 (it flips sign).
+    #[test]
+    fn newmark_damps_a_stiff_mode_at_the_spectral_radius() {
+        let (m, dt) = (1.0, 1e-3);
+        let k = m * (1e4 / dt) * (1e4 / dt);
+        for (beta, radius) in [(0.5625, 1.0 / 3.0), (0.5, 1.0)] {
+            let nm = Newmark::new(beta, 1.0, dt);
+            let (mut x, mut v, mut a) = (0.0, 1.0, 0.0);
+            let mut ratio = 0.0;
+            // (The radius is a double eigenvalue: the ratio of two steps
+            // approaches it like 1 + 1/n, hence many steps, rescaled.)
+            for _ in 0..2000 {
+                // m ü^{i+1} + k (x + u) = 0 with ü^{i+1} = α₁u − α₂v − α₃a.
+                let u = (m * (nm.a2 * v + nm.a3 * a) - k * x) / (m * nm.a1 + k);
+                let v1 = nm.a4 * u + nm.a5 * v + nm.a6 * a;
+                (a, ratio) = (nm.a1 * u - nm.a2 * v - nm.a3 * a, v1 / v);
+                (x, v) = (x + u, v1);
+                let s = v.abs();
+                (x, v, a) = (x / s, v / s, a / s);
+            }
+            assert!((ratio.abs() - radius).abs() < 1e-3, "beta {beta}: |v| shrinks by {ratio} per step, want {radius}");
+            assert!(ratio < 0.0, "beta {beta}: the velocity flips sign every step");
+        }
+    }
+
     fn state() -> RigidState {
         RigidState {
             mass: 2.5,
