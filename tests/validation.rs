@@ -199,7 +199,7 @@ fn two_species_pyramid_compatible_cd_matches_dem_with_pair_stiffness() {
 /// The validation report's DEM reference (scripts/py/validate.py, DROP_DEM):
 /// the `n`-layer pyramid dropped, layers 5 % of a radius apart
 /// (olsen-kamrin's protocol), run until every speed is below `rest` m/s with
-/// Δt ≤ 2e-4 s, ζ = 1 capped at the elastic force, Newmark β = 1/2, γ = 1,
+/// Δt ≤ 2e-4 s, ζ = 1 capped at the elastic force, Newmark γ = 1, β = (γ + 1/2)²/4,
 /// and the energy line search (`extra`: more `[dem]` keys).
 fn dropped(n: usize, rel: f64, rest: f64, extra: &str) -> String {
     let dem = pyramid_n(n, "dem", "apgd", eps1_n(n, rel), 0.05 * R)
