@@ -107,6 +107,23 @@ fn scene(dir: &Path, name: &str, out: &Path, steps: u32, every: u64) -> PathBuf 
     cfg
 }
 
+/// The checkpoints in `out` as (step, path), oldest first (none if `out`
+/// does not exist yet).
+fn checkpoints(out: &Path) -> Vec<(u64, PathBuf)> {
+    let mut v: Vec<(u64, PathBuf)> = std::fs::read_dir(out)
+        .map(|d| {
+            d.filter_map(|e| {
+                let p = e.ok()?.path();
+                let n = p.file_name()?.to_str()?.strip_prefix("checkpoint-")?.strip_suffix(".h5")?.parse::<u64>().ok()?;
+                Some((n, p))
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
 /// The lines of `text` holding every one of `words`.
 fn lines_with<'a>(text: &'a str, words: &[&str]) -> Vec<&'a str> {
     text.lines().filter(|l| words.iter().all(|w| l.contains(w))).collect()
@@ -302,8 +319,7 @@ fn restart_after_a_rank_is_killed_keeps_every_complete_frame() {
         // last rank wherever it is (often inside a frame).
         let start = Instant::now();
         // (Any checkpoint: the first ones are pruned, maybe between two polls.)
-        let has_checkpoint = || std::fs::read_dir(&out).is_ok_and(|d| d.filter_map(|e| e.ok()).any(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("checkpoint-") && n.ends_with(".h5"))));
-        while !(has_checkpoint() && out.join("frames.xdmf").exists() && xdmf_frames(&out) > 25) {
+        while !(!checkpoints(&out).is_empty() && out.join("frames.xdmf").exists() && xdmf_frames(&out) > 25) {
             if start.elapsed() > Duration::from_secs(WATCHDOG) {
                 // A hang guard: the run is killed, not left behind.
                 let _ = child.kill();
@@ -324,15 +340,7 @@ fn restart_after_a_rank_is_killed_keeps_every_complete_frame() {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        let (step, ck) = std::fs::read_dir(&out)
-            .unwrap()
-            .filter_map(|e| {
-                let p = e.unwrap().path();
-                let n = p.file_name()?.to_str()?.strip_prefix("checkpoint-")?.strip_suffix(".h5")?.parse::<u64>().ok()?;
-                Some((n, p))
-            })
-            .max()
-            .unwrap();
+        let (step, ck) = checkpoints(&out).pop().unwrap();
         let t_end = format!("simulation.t_end={:?}", (step + 5) as f64 * 1e-3);
         let (code, text) = run_bounded(np, &["restart", ck.to_str().unwrap(), "--set", &t_end]);
         assert_eq!(code, 0, "np {np}: the restart after kill -9 failed:\n{text}");
