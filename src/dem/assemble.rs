@@ -55,30 +55,21 @@ pub struct ContactElement {
 /// Gap, its gradient and Hessian with respect to the 12 increments, and
 /// the current normal.
 pub fn gap(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Mat12, Vector3<f64>) {
-    let mut grad = Vec12::zeros();
-    let mut hess = Mat12::zeros();
     match *kin {
-        Kinematics::Spheres { xa, xb, ra, rb } => {
-            let ua: Vector3<f64> = x.fixed_rows::<3>(0).into();
-            let ub: Vector3<f64> = x.fixed_rows::<3>(6).into();
-            let d = xb + ub - xa - ua;
-            let l = d.norm();
-            let n = d / l;
-            grad.fixed_rows_mut::<3>(0).copy_from(&-n);
-            grad.fixed_rows_mut::<3>(6).copy_from(&n);
+        Kinematics::Spheres { xa, xb, .. } => {
+            let (g, grad, n) = gap_grad(kin, x);
+            let l = (xb + x.fixed_rows::<3>(6) - xa - x.fixed_rows::<3>(0)).norm();
             let h = (Matrix3::identity() - n * n.transpose()) / l;
+            let mut hess = Mat12::zeros();
             hess.fixed_view_mut::<3, 3>(0, 0).copy_from(&h);
             hess.fixed_view_mut::<3, 3>(6, 6).copy_from(&h);
             hess.fixed_view_mut::<3, 3>(0, 6).copy_from(&-h);
             hess.fixed_view_mut::<3, 3>(6, 0).copy_from(&-h);
-            (l - ra - rb, grad, hess, n)
+            (g, grad, hess, n)
         }
-        Kinematics::Linear { g0, n, r_a, r_b } => {
-            grad.fixed_rows_mut::<3>(0).copy_from(&-n);
-            grad.fixed_rows_mut::<3>(3).copy_from(&-r_a.cross(&n));
-            grad.fixed_rows_mut::<3>(6).copy_from(&n);
-            grad.fixed_rows_mut::<3>(9).copy_from(&r_b.cross(&n));
-            (g0 + grad.dot(x), grad, hess, n)
+        Kinematics::Linear { .. } => {
+            let (g, grad, n) = gap_grad(kin, x);
+            (g, grad, Mat12::zeros(), n)
         }
         Kinematics::Mesh { kind, d0, r_a, r_b, d_a, d_b } => {
             let (g, n) = mesh_gap::<Jet>(kind, &d0, &r_a, &r_b, &d_a, &d_b, x);
@@ -87,14 +78,27 @@ pub fn gap(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Mat12, Vector3<f64>) {
     }
 }
 
-/// [`gap`] without the Hessian (cheaper for the exact mesh kinematics).
+/// [`gap`] without the Hessian: what the residual needs, at every
+/// evaluation (for spheres the Hessian was most of the residual's cost).
 pub fn gap_grad(kin: &Kinematics, x: &Vec12) -> (f64, Vec12, Vector3<f64>) {
+    let mut grad = Vec12::zeros();
     match *kin {
-        Kinematics::Mesh { kind, d0, r_a, r_b, d_a, d_b } => super::mesh_grad::mesh_gap_grad(kind, &d0, &r_a, &r_b, &d_a, &d_b, x),
-        _ => {
-            let (g, grad, _, n) = gap(kin, x);
-            (g, grad, n)
+        Kinematics::Spheres { xa, xb, ra, rb } => {
+            let d = xb + x.fixed_rows::<3>(6) - xa - x.fixed_rows::<3>(0);
+            let l = d.norm();
+            let n = d / l;
+            grad.fixed_rows_mut::<3>(0).copy_from(&-n);
+            grad.fixed_rows_mut::<3>(6).copy_from(&n);
+            (l - ra - rb, grad, n)
         }
+        Kinematics::Linear { g0, n, r_a, r_b } => {
+            grad.fixed_rows_mut::<3>(0).copy_from(&-n);
+            grad.fixed_rows_mut::<3>(3).copy_from(&-r_a.cross(&n));
+            grad.fixed_rows_mut::<3>(6).copy_from(&n);
+            grad.fixed_rows_mut::<3>(9).copy_from(&r_b.cross(&n));
+            (g0 + grad.dot(x), grad, n)
+        }
+        Kinematics::Mesh { kind, d0, r_a, r_b, d_a, d_b } => super::mesh_grad::mesh_gap_grad(kind, &d0, &r_a, &r_b, &d_a, &d_b, x),
     }
 }
 
@@ -227,6 +231,28 @@ pub fn normal_tangent(el: &ContactElement, x: &Vec12, kind: DemTangent, e: &Norm
         t -= e.force * gap(&el.kin, x).2;
     }
     t
+}
+
+/// The translational block K of [`normal_tangent`] for a sphere pair or a
+/// sphere on a wall (`Spheres`, `Linear`): the 12×12 tangent is then
+/// [K, −K; −K, K] on the two translations (K alone against a wall) and
+/// zero on the rotations, so the 3×3-block Jacobian needs 9 entries, not
+/// 144. The same arithmetic as the 12×12, so the same bits. `None` for
+/// the mesh kinematics.
+pub fn normal_tangent_translational(el: &ContactElement, x: &Vec12, kind: DemTangent, e: &NormalEval) -> Option<Matrix3<f64>> {
+    let n = e.normal;
+    let mut k = (-e.stiffness * n) * n.transpose();
+    match el.kin {
+        Kinematics::Spheres { xa, xb, .. } => {
+            if kind == DemTangent::Consistent && e.force != 0.0 {
+                let l = (xb + x.fixed_rows::<3>(6) - xa - x.fixed_rows::<3>(0)).norm();
+                k -= e.force * ((Matrix3::identity() - n * n.transpose()) / l);
+            }
+            Some(k)
+        }
+        Kinematics::Linear { .. } => Some(k),
+        Kinematics::Mesh { .. } => None,
+    }
 }
 
 /// The tangential (friction) part of one contact for one step (eqs 44,
@@ -523,6 +549,47 @@ mod tests {
         let err = (gn.tangent - full.force * hess - full.tangent).norm() / full.tangent.norm();
         assert!(err < 1e-14, "GN tangent − F ∇²g differs from the consistent one by {err:e}");
         assert!((gn.tangent - full.tangent).norm() > 1e-3 * full.force, "the curvature term was not dropped");
+    }
+
+    /// The 3×3 translational block that the Jacobian of frictionless
+    /// sphere scenes takes is the 12×12 tangent's, to the bit: K on the
+    /// diagonal translation blocks, −K off it, zero on the rotations.
+    #[test]
+    fn translational_block_is_the_full_tangents() {
+        let law = NormalLaw::new(2.0e5, 1.5, -2.0, 1e-2, 0.5);
+        let mut rng = SplitMix64::new(17);
+        let mut checked = 0;
+        for case in 0..200 {
+            let n = random_vec(&mut rng, 1.0).normalize();
+            let g0 = law.gbar * (0.05 + 0.9 * rng.uniform());
+            let (ra, rb) = (0.5 + rng.uniform(), 0.5 + rng.uniform());
+            let xa = random_vec(&mut rng, 1.0);
+            let kin = if case % 2 == 0 {
+                Kinematics::Spheres { xa, xb: xa + n * (ra + rb + g0), ra, rb }
+            } else {
+                Kinematics::Linear { g0, n, r_a: -ra * n, r_b: Vector3::zeros() }
+            };
+            let el = ContactElement { kin, g_start: g0 * 1.1, n_start: n, grad_start: Vec12::zeros(), m_eff: 0.7, scale: 1.0 };
+            let x = Vec12::from_fn(|k, _| if k % 6 < 3 { (rng.uniform() - 0.5) * 1e-3 * law.gbar } else { 0.0 });
+            let Some(e) = normal_at(&el, &law, 0.4, 1e-3, gap_grad(&el.kin, &x)) else { continue };
+            if e.force == 0.0 {
+                continue;
+            }
+            for kind in [DemTangent::Consistent, DemTangent::GaussNewton] {
+                let full = normal_tangent(&el, &x, kind, &e);
+                let k = normal_tangent_translational(&el, &x, kind, &e).unwrap();
+                for (r, c, sign) in [(0, 0, 1.0), (0, 6, -1.0), (6, 0, -1.0), (6, 6, 1.0)] {
+                    assert_eq!(full.fixed_view::<3, 3>(r, c).into_owned(), sign * k, "case {case} {kind:?} block ({r}, {c})");
+                }
+                // (a wall's lever arm is parallel to n up to round-off, which
+                // the 3×3 blocks drop as they always did)
+                for r in [3, 9].into_iter().filter(|_| case % 2 == 0) {
+                    assert!(full.fixed_rows::<3>(r).iter().all(|&v| v == 0.0) && full.fixed_columns::<3>(r).iter().all(|&v| v == 0.0));
+                }
+            }
+            checked += 1;
+        }
+        assert!(checked > 100, "only {checked} loaded contacts");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::parallel::exchange::forward_values;
 use crate::parallel::{self};
 use crate::petsc::{self, InsertMode, Mat, PetscInt, Snes, Vector};
 use crate::solver::{SolverError, StepContext};
-use nalgebra::Vector3;
+use nalgebra::{Matrix3, Vector3};
 
 /// Why an evaluation of the Newton problem failed.
 #[derive(Debug, thiserror::Error)]
@@ -228,8 +228,9 @@ impl Problem<'_> {
     pub(super) fn residual_at(&self, all: &[f64], f: &mut Vector) -> Result<(), EvalError> {
         let n = self.n_owned();
         f.zero()?;
-        let mut idx: Vec<PetscInt> = Vec::with_capacity(6 * n);
-        let mut val: Vec<f64> = Vec::with_capacity(6 * n);
+        let cap = 6 * n + 12 * self.ctx.contacts.len();
+        let mut idx: Vec<PetscInt> = Vec::with_capacity(cap);
+        let mut val: Vec<f64> = Vec::with_capacity(cap);
         let mut scale = vec![0.0; all.len()];
         for i in 0..n {
             let u = Vector3::new(all[6 * i], all[6 * i + 1], all[6 * i + 2]);
@@ -356,6 +357,10 @@ impl Problem<'_> {
             // contact switched on mid-solve). A closed gap also gives zero
             // blocks (the residual at this x is NaN already, see `residual`).
             let x12 = self.x12(&all, k);
+            if self.bs.get() == 3 {
+                self.insert_translational(a, k, &x12, gaps.1[k], open)?;
+                continue;
+            }
             let mut t = Mat12::zeros();
             if !open {
                 let want = if pattern && self.first_tangent == crate::scene::DemFirstTangent::Moving { Want::MovingTangent } else { Want::Tangent };
@@ -384,23 +389,8 @@ impl Problem<'_> {
                 }
             }
             // One call per contact: the 12×12 block row-major over block rows
-            // and columns [a, b] (just [a] against a wall); with 3×3 blocks
-            // the translational parts only.
-            if self.bs.get() == 3 {
-                let sides: &[usize] = if ib == WALL_INDEX { &[0] } else { &[0, 1] };
-                let m = 3 * sides.len();
-                for (r, &sr) in sides.iter().enumerate() {
-                    for (c, &sc) in sides.iter().enumerate() {
-                        for i in 0..3 {
-                            for j in 0..3 {
-                                vals[(3 * r + i) * m + 3 * c + j] = t[(6 * sr + i, 6 * sc + j)];
-                            }
-                        }
-                    }
-                }
-                let rows = [2 * self.dof(ia), if ib == WALL_INDEX { 0 } else { 2 * self.dof(ib) }];
-                a.set_values_blocked(&rows[..sides.len()], &rows[..sides.len()], &vals[..m * m], InsertMode::Add)?;
-            } else if ib == WALL_INDEX {
+            // and columns [a, b] (just [a] against a wall).
+            if ib == WALL_INDEX {
                 for r in 0..6 {
                     for c in 0..6 {
                         vals[6 * r + c] = t[(r, c)];
@@ -414,6 +404,57 @@ impl Problem<'_> {
             }
         }
         Ok(a.assemble()?)
+    }
+
+    /// Contact `k`'s part of the 3×3-block Jacobian (no contact couples
+    /// rotations, see [`Self::rotation_free`]): its translational block K,
+    /// [K, −K; −K, K] over [a, b], just K against a wall; zero blocks when
+    /// `open` (the first assembly's pattern) or not loaded.
+    fn insert_translational(&self, a: &mut Mat, k: usize, x12: &Vec12, gap: Gap, open: bool) -> Result<(), EvalError> {
+        let mut kt = Matrix3::zeros();
+        if !open {
+            match self.eval(k, x12, gap, Want::Tangent, None) {
+                Ok((e, _)) if e.force != 0.0 => {
+                    kt = super::assemble::normal_tangent_translational(&self.elements[k], x12, self.tangent_kind, &e)
+                        .expect("3×3 blocks only for sphere and wall contacts");
+                }
+                Ok(_) => {}
+                Err(msg) => log::debug!("dem: Jacobian: {msg}"),
+            }
+        }
+        let (ia, ib) = (self.ctx.contacts.ia[k], self.ctx.contacts.ib[k]);
+        // A fixed DOF's row and column are zero here (its identity is on the
+        // body's own block), as in the 12×12 path.
+        let masked = |body: usize| -> [f64; 3] {
+            let m = self.bodies.dof_mask[body];
+            [0, 1, 2].map(|j| if dof_free(m, j) { 1.0 } else { 0.0 })
+        };
+        let ma = masked(ia);
+        let mut vals = [0.0; 36];
+        if ib == WALL_INDEX {
+            for i in 0..3 {
+                for j in 0..3 {
+                    vals[3 * i + j] = if ma[i] * ma[j] != 0.0 { kt[(i, j)] } else { 0.0 };
+                }
+            }
+            let r = [2 * self.dof(ia)];
+            return Ok(a.set_values_blocked(&r, &r, &vals[..9], InsertMode::Add)?);
+        }
+        let mb = masked(ib);
+        let m = [ma, mb];
+        // Row-major over block rows [a, b] and block columns [a, b].
+        for (r, mr) in m.iter().enumerate() {
+            for (c, mc) in m.iter().enumerate() {
+                for i in 0..3 {
+                    for j in 0..3 {
+                        let v = if r == c { kt[(i, j)] } else { -kt[(i, j)] };
+                        vals[(3 * r + i) * 6 + 3 * c + j] = if mr[i] * mc[j] != 0.0 { v } else { 0.0 };
+                    }
+                }
+            }
+        }
+        let rows = [2 * self.dof(ia), 2 * self.dof(ib)];
+        Ok(a.set_values_blocked(&rows, &rows, &vals, InsertMode::Add)?)
     }
 
     /// Largest factor s ≤ 1 such that the step x → x − s y keeps every gap
