@@ -173,6 +173,8 @@ struct StepTally {
     earlier_wall: f64,
     earlier_counts: [u64; 3],
     earlier_phases: BTreeMap<String, [f64; 3]>,
+    /// Earlier starts' solver counters (its summary's integers), by key.
+    earlier_solver: BTreeMap<u64, u64>,
 }
 
 /// Checkpoint table of the steps so far: key step, u = [iterations],
@@ -181,14 +183,26 @@ const RUN_STEPS_TABLE: &str = "run_steps";
 /// Checkpoint table of the run's totals so far, key → f = [value, ...]:
 /// 0 wall time, 1 linear iterations, 2 rejected attempts, 3 rebuilds,
 /// 4 rebalances, 5 bodies migrated; a phase at `PHASE_KEY | hash(name)`
-/// with f = [min, mean, max].
+/// with f = [min, mean, max]; a counter of the solver's summary (an
+/// integer: night owls, unconverged steps, ...) at `SOLVER_KEY |
+/// hash(name)` with f = [value, 0, 0].
 const RUN_TOTALS_TABLE: &str = "run_totals";
 const PHASE_KEY: u64 = 1 << 63;
+const SOLVER_KEY: u64 = 1 << 62;
 
-/// A phase name's key in `RUN_TOTALS_TABLE` (FNV-1a; below 2^63).
+/// FNV-1a of a name.
+fn name_hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// A phase name's key in `RUN_TOTALS_TABLE` (bit 63 set).
 fn phase_key(name: &str) -> u64 {
-    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
-    PHASE_KEY | (h >> 1)
+    PHASE_KEY | (name_hash(name) >> 1)
+}
+
+/// A solver counter's key in `RUN_TOTALS_TABLE` (bit 63 clear, bit 62 set).
+fn solver_key(name: &str) -> u64 {
+    SOLVER_KEY | (name_hash(name) >> 2)
 }
 
 impl StepTally {
@@ -204,7 +218,24 @@ impl StepTally {
             earlier_wall: 0.0,
             earlier_counts: [0; 3],
             earlier_phases: BTreeMap::new(),
+            earlier_solver: BTreeMap::new(),
         }
+    }
+
+    /// The solver's summary with its counters over the whole run: this
+    /// start's plus the earlier starts'. Collective.
+    fn solver_summary(
+        &self,
+        world: &World,
+        solver: &dyn Solver,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = solver.summary(world.comm());
+        for (name, v) in m.iter_mut() {
+            if let (Some(n), Some(e)) = (v.as_u64(), self.earlier_solver.get(&solver_key(name))) {
+                *v = (n + e).into();
+            }
+        }
+        m
     }
 
     fn add(&mut self, r: &StepReport) {
@@ -246,8 +277,9 @@ impl StepTally {
 
     /// The tallies as checkpoint tables: filled on rank 0, empty elsewhere
     /// (the checkpoint spreads them). Collective.
-    fn tables(&self, world: &World) -> [(String, FlatRecords); 2] {
+    fn tables(&self, world: &World, solver: &dyn Solver) -> [(String, FlatRecords); 2] {
         let (wall, [rebuilds, rebalances, migrated], phases) = self.totals(world);
+        let counters = self.solver_summary(world, solver);
         let mut steps = FlatRecords::new(1, 2);
         let mut totals = FlatRecords::new(0, 3);
         if world.comm().rank() == 0 {
@@ -260,6 +292,11 @@ impl StepTally {
             }
             for (name, v) in &phases {
                 totals.push(phase_key(name), &[], v);
+            }
+            for (name, v) in &counters {
+                if let Some(n) = v.as_u64() {
+                    totals.push(solver_key(name), &[], &[n as f64, 0.0, 0.0]);
+                }
             }
         }
         [(RUN_STEPS_TABLE.to_string(), steps), (RUN_TOTALS_TABLE.to_string(), totals)]
@@ -294,6 +331,9 @@ impl StepTally {
                 1 => self.linear_iterations = f[0] as u64,
                 2 => self.rejected = f[0] as u64,
                 3..=5 => self.earlier_counts[k as usize - 3] = f[0] as u64,
+                _ if k & PHASE_KEY == 0 && k & SOLVER_KEY != 0 => {
+                    self.earlier_solver.insert(k, f[0] as u64);
+                }
                 _ => {
                     if let Some(n) = names.iter().find(|n| phase_key(n) == k) {
                         self.earlier_phases.insert(n.to_string(), [f[0], f[1], f[2]]);
@@ -680,6 +720,7 @@ fn finish(
     let (wall_time, [rebuilds, rebalances, bodies_migrated], phases) = tally.totals(world);
     let peak_rss_mb = parallel::memory::min_mean_max(comm, parallel::memory::peak_rss() as f64 / 1e6);
     let startup_max_bodies = parallel::max_f64(comm, startup_max_bodies as f64) as u64;
+    let solver_stats = tally.solver_summary(world, solver);
     let summary = Summary {
         version: env!("CARGO_PKG_VERSION"),
         solver: world.scene().simulation.solver.name(),
@@ -722,7 +763,7 @@ fn finish(
         startup_max_bodies,
         interrupted: resume_from.is_some(),
         resume_from,
-        solver_stats: solver.summary(comm),
+        solver_stats,
     };
     if rank == 0 {
         write_json_atomically(&out_dir.join("summary.json"), &summary)
@@ -771,7 +812,7 @@ fn write_checkpoint(world: &World, solver: &dyn Solver, tally: &StepTally, step:
     let dir = &scene.output.dir;
     let path = io::checkpoint_path(dir, step);
     let (state, mut world_state) = (solver.state(), world.state());
-    world_state.history.extend(tally.tables(world));
+    world_state.history.extend(tally.tables(world, solver));
     io::check_space(comm, &path, checkpoint_bytes(world, &state, &world_state.history), "the checkpoint")?;
     io::write_checkpoint(comm, &path, step, time, dt, scene, world.bodies(), world.n_owned(), &state, &world_state)?;
     let pruned = if comm.rank() == 0 { io::prune_checkpoints(dir, scene.output.checkpoint_keep, &scene.run_id).map(|_| ()) } else { Ok(()) };

@@ -135,3 +135,51 @@ fn a_restart_rebalances_where_the_run_would_have() {
         }
     }
 }
+
+/// summary.json covers the whole run after a restart, the solver's own
+/// counters too: CD held to 3 APGD iterations misses its tolerance at
+/// most steps with contacts, and a run restarted halfway counts as many
+/// unconverged steps as the uninterrupted one (not only its second half).
+#[test]
+fn solver_counters_cover_the_whole_run_after_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dt = 1e-3;
+    let text = |t_end: f64, out: &Path| {
+        pile("cd", t_end, dt, "[solver]\nmax_iterations = 3\n").toml_into(out)
+    };
+    let summary = |out: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+    };
+    let np = 2;
+    let full = tmp.path().join("full");
+    let cfg = tmp.path().join("full.toml");
+    std::fs::write(&cfg, text(200.0 * dt, &full)).unwrap();
+    common::mpirun_ok(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+    let part = tmp.path().join("part");
+    let cfg = tmp.path().join("part.toml");
+    std::fs::write(&cfg, text(100.0 * dt, &part)).unwrap();
+    common::mpirun_ok(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+    let first_half = summary(&part)["cd_steps_not_converged"].as_u64().unwrap();
+    let cp = part.join("checkpoint-000100.h5");
+    common::mpirun_ok(
+        np,
+        &common::stiffgrain(),
+        &[
+            "restart",
+            cp.to_str().unwrap(),
+            "--set",
+            &format!("simulation.t_end={:?}", 200.0 * dt),
+        ],
+    );
+    let (a, b) = (summary(&full), summary(&part));
+    let n = a["cd_steps_not_converged"].as_u64().unwrap();
+    assert!(
+        first_half > 20 && n > first_half + 20,
+        "first half {first_half}, whole run {n}"
+    );
+    assert_eq!(
+        b["cd_steps_not_converged"], a["cd_steps_not_converged"],
+        "after the restart"
+    );
+    assert_eq!(b["solver_iterations_total"], a["solver_iterations_total"]);
+}
