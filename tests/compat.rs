@@ -3,7 +3,7 @@
 //! with Hookean and Hertzian contacts against the rigid-platform solution,
 //! compatibility itself (one displacement field explains the forces) on
 //! small pyramids, and the same forces on 1, 2 and 3 ranks — each with the
-//! dual methods `newton` and `apgd` (issue 15); then the two methods and
+//! dual methods `newton` and `apgd`; then the two methods and
 //! the paper's augmented Lagrangian against each other on the n = 8
 //! pyramid, rank independence of the Newton iterations, and the singular
 //! cases (a load no contact can take, Hertz from zero approach).

@@ -1,4 +1,4 @@
-//! CI-sized subset of scripts/validate (issue 9; VALIDATION.md): the
+//! CI-sized subset of scripts/validate (VALIDATION.md): the
 //! olsen-kamrin beam (§8.1) under cd and compatible-cd, and a 4-layer
 //! cannonball pyramid (30 spheres, §8.2) whose compatible-CD floor
 //! reactions must match a stiff DEM reference at rest while APGD's and
@@ -209,7 +209,7 @@ fn dropped(n: usize, rel: f64, rest: f64, extra: &str) -> String {
     dem
 }
 
-/// Issue 18: the stiff 8-layer pyramid (204 spheres) dropped comes to rest
+/// The stiff 8-layer pyramid (204 spheres) dropped comes to rest
 /// dynamically under the validation report's DEM with the floor reactions
 /// of compatible CD to ≤ 1e-5, on 1 and 2 ranks. ε₁ is set for an
 /// approach of 5e-6 r, so the DEM's own O(δ/r) error is about 2.3e-6 (the

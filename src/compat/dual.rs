@@ -1,5 +1,5 @@
 //! The compatibility problem (eq 36) in its dual form over the body
-//! displacements u (issue 15): with the approach δ = −B u (B v is the
+//! displacements u: with the approach δ = −B u (B v is the
 //! opening velocity) and the rigid-limit truss law f_i = k̃_i [δ_i]₊^{p−1},
 //!
 //! ```text

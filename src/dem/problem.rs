@@ -171,7 +171,7 @@ impl Problem<'_> {
     /// residual and the normal tangent are those at x, so Newton solves the
     /// same equations, along another path: on small settling packs the path
     /// (and with it the adaptive Δt) changed the slip while landing by up
-    /// to 0.3 mm, hence not the default (BENCHMARKS.md, session 11).
+    /// to 0.3 mm, hence not the default.
     pub(super) fn moving_on(&self, k: usize, te: &TangentialElement, f_n: f64, x12: &Vec12) -> Option<Vec12> {
         let mut step = self.dt * rates12(self.ctx, self.bodies, k, self.dt);
         if self.ctx.contacts.ib[k] == WALL_INDEX {

@@ -492,7 +492,7 @@ pub enum DemClosedDepth {
     /// most contact distance + skin): the entity lists hold fewer pairs.
     #[default]
     Step,
-    /// Down to contact distance + skin at every step (before issue 18).
+    /// Down to contact distance + skin at every step (the earlier behaviour).
     Skin,
 }
 
