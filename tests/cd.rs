@@ -258,3 +258,43 @@ fn small_pyramid_settles_with_the_same_reactions_on_1_2_3_ranks() {
         }
     }
 }
+
+/// A sphere (radius 1 cm) shot at a floor 4 cm below it at 100 m/s moves
+/// 0.1 m in a 1 ms step: detection at the step's start, out to the
+/// contact distance, cannot see the floor, and the sphere ends the step
+/// below it. The run says so (a warning naming the body, and summary.json's
+/// count of such steps: every step of the run); at 1 m/s it says nothing.
+/// On 1 and 2 ranks.
+#[test]
+fn a_body_that_outruns_the_contact_distance_is_reported() {
+    for np in [1, 2] {
+        for (speed, warned) in [(100.0, true), (1.0, false)] {
+            let tmp = tempfile::tempdir().unwrap();
+            let out = tmp.path().join("out");
+            let cfg = tmp.path().join("fast.toml");
+            let text = common::Spheres::new("cd", 0.005, 1e-3, [0.0, 0.0, 0.0], 0.01)
+                .moving_body([0.0, 0.0, 0.05], [0.0, 0.0, -speed])
+                .body([0.5, 0.0, 0.05])
+                .ground()
+                .toml_into(&out);
+            std::fs::write(&cfg, text).unwrap();
+            let o = common::mpirun(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let err = String::from_utf8_lossy(&o.stderr);
+            let steps = summary(&out)["cd_steps_beyond_contact_distance"]
+                .as_u64()
+                .unwrap();
+            if warned {
+                assert_eq!(steps, 5, "{np} rank(s): {err}");
+                assert!(
+                    err.contains("step 1: body 0 moved 1.000e-1 m")
+                        && err.contains("contact.distance"),
+                    "{np} rank(s): {err}"
+                );
+            } else {
+                assert_eq!(steps, 0, "{np} rank(s): {err}");
+                assert!(!err.contains("moved"), "{np} rank(s): {err}");
+            }
+        }
+    }
+}

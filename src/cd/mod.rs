@@ -51,6 +51,8 @@ pub struct CdStats {
     pub solve_seconds: f64,
     /// Solves that stopped at max_iterations.
     pub not_converged: u64,
+    /// Steps in which a body moved farther than `contact.distance`.
+    pub beyond_distance: u64,
     /// `method = "newton"`: its solves that APGD finished (None before
     /// its first solve).
     pub newton_fallbacks: Option<u64>,
@@ -218,6 +220,7 @@ impl Solver for CdSolver {
         // Every rank takes part in every solve: its counts are the run's.
         let mut m = serde_json::Map::new();
         m.insert("cd_steps_not_converged".into(), self.stats.not_converged.into());
+        m.insert("cd_steps_beyond_contact_distance".into(), self.stats.beyond_distance.into());
         if self.friction {
             m.insert("friction_rounds".into(), self.stats.friction_rounds.into());
         }
@@ -229,6 +232,48 @@ impl Solver for CdSolver {
 }
 
 impl CdSolver {
+    /// Warns when a body moved farther in the step than both
+    /// `contact.distance` and its own bounding radius: detection at the
+    /// step's start saw only the pairs closer than the distance, so such a
+    /// body may have passed a contact unseen, into or through a neighbour
+    /// of its size or a wall. A step too long for the speeds, or an
+    /// unconverged solve that flung a body (the residual is in the line).
+    /// Farther than the distance alone is no sure sign: in a falling
+    /// pyramid every pair it could meet is listed already. Collective.
+    fn check_reach(&mut self, ctx: &StepContext, bodies: &Bodies, n_owned: usize, dt: f64, residual: Option<f64>) {
+        let comm = ctx.comm;
+        let distance = ctx.scene.contact.distance;
+        // (motion, motion / allowed) of body i
+        let reach = |i: usize| {
+            let r = ctx.shapes.bounding_radius(bodies.shape[i]);
+            let d = dt * (bodies.velocity[i].norm() + r * bodies.angular_velocity[i].norm());
+            (d, d / distance.max(r))
+        };
+        let (mut far, mut worst, mut who) = (0.0, 0.0, None);
+        for i in 0..n_owned {
+            let (d, ratio) = reach(i);
+            if ratio > worst {
+                (far, worst, who) = (d, ratio, Some(i));
+            }
+        }
+        let largest = crate::parallel::max_f64(comm, worst);
+        if largest <= 1.0 {
+            return;
+        }
+        let who = who.filter(|_| worst == largest);
+        let far = crate::parallel::max_f64(comm, if who.is_some() { far } else { 0.0 });
+        let id = crate::parallel::first_id(comm, who.map(|i| bodies.id[i]));
+        self.stats.beyond_distance += 1;
+        if let Some(more) = crate::logging::step_warning(self.stats.beyond_distance, "cd_steps_beyond_contact_distance") {
+            let solve = residual.map_or(String::new(), |r| format!(" (solver residual {r:e})"));
+            log::warn!(
+                "step {}: body {} moved {far:.3e} m in the step{solve}, farther than contact.distance ({distance:e} m) and its own size: contacts on its way went unseen; shorten simulation.dt or raise contact.distance{more}",
+                ctx.step,
+                id.map_or("?".to_string(), |i| i.to_string()),
+            );
+        }
+    }
+
     /// One CD step; also returns what `post` (if any) gave per contact
     /// (empty when no rank has contacts).
     pub fn step_with(
@@ -359,6 +404,7 @@ impl CdSolver {
             return Err(SolverError::NonFinite { body });
         }
         integrate(bodies, n_owned, &ext, dt, &dv);
+        self.check_reach(ctx, bodies, n_owned, dt, residual);
         forces.f_n = (0..nc).map(|i| f_local[rows * i]).collect();
         forces.f_t = (0..nc)
             .map(|i| match tangents.get(i) {
