@@ -127,6 +127,18 @@ fn unknown_dem_tangent() {
     expect_error(&text, &[], "dem.tangent");
 }
 
+/// Newmark's parameters: the line names the key that is out of range.
+#[test]
+fn newmark_parameters_beyond_one_name_their_key() {
+    let dem = GOOD.replace("solver = \"cd\"", "solver = \"dem\"");
+    for (keys, bad) in [
+        ("beta = 1.5\ngamma = 0.5", "dem.beta"),
+        ("beta = 0.5\ngamma = 1.5", "dem.gamma"),
+    ] {
+        expect_error(&format!("{dem}\n[dem]\n{keys}\n"), &[], bad);
+    }
+}
+
 #[test]
 fn start_overlap_must_be_a_fraction_of_a_radius() {
     for bad in ["1.5", "-1e-6"] {

@@ -67,8 +67,10 @@ pub(super) fn dem_settings(
     let gamma = opt("dem.gamma", d.gamma, 0.5)?;
     // β beyond Newmark's classical 1/2: β = (γ + 1/2)²/4 is the family's
     // strongest high-frequency dissipation (spectral radius (2γ − 1)/(2γ + 1)).
-    if beta > 1.0 || gamma > 1.0 {
-        return Err(c.err("dem.beta", format!("Newmark needs 0 < beta <= 1 and 0 < gamma <= 1, got {beta}, {gamma}")));
+    for (key, v) in [("dem.beta", beta), ("dem.gamma", gamma)] {
+        if v > 1.0 {
+            return Err(c.err(key, format!("Newmark needs 0 < {} <= 1, got {v}", &key[4..])));
+        }
     }
     let dt_max = opt("dem.dt_max", d.dt_max, sim.dt)?;
     let dt_min = opt("dem.dt_min", d.dt_min, dt_max / 1024.0)?;
