@@ -264,18 +264,20 @@ fn disk_full_during_checkpoint_fails_on_every_rank() {
     }
 }
 
-#[test]
-fn restart_keeps_the_complete_frames_of_a_torn_frames_file() {
+/// A run of 30 steps (a frame every 2, checkpoints every 10) whose
+/// frames.h5 `damage` then harms, as a crash while writing would, restarts
+/// from its step-20 checkpoint: one line says the file was damaged and
+/// what was kept, the damaged file stays beside the new one, which holds
+/// every frame.
+fn restart_repairs(name: &str, damage: impl Fn(&Path)) {
     let tmp = tempfile::tempdir().unwrap();
     for np in [1, 2] {
-        let out = tmp.path().join(format!("torn-{np}"));
-        let cfg = scene(tmp.path(), &format!("torn-{np}"), &out, 30, 2);
+        let out = tmp.path().join(format!("{name}-{np}"));
+        let cfg = scene(tmp.path(), &format!("{name}-{np}"), &out, 30, 2);
         let (code, text) = run_bounded(np, &["run", cfg.to_str().unwrap()]);
         assert_eq!(code, 0, "np {np}: {text}");
-        // Cut the tail, as a crash in the middle of writing would.
         let frames = out.join("frames.h5");
-        let len = std::fs::metadata(&frames).unwrap().len();
-        std::fs::OpenOptions::new().write(true).open(&frames).unwrap().set_len(len - 1000).unwrap();
+        damage(&frames);
         let (code, text) = run_bounded(np, &["restart", out.join("checkpoint-000020.h5").to_str().unwrap()]);
         assert_eq!(code, 0, "np {np}: a damaged frames.h5 blocked the restart:\n{text}");
         let said = lines_with(&text, &["frames.h5", "damaged", "kept its 11 complete frames (steps 0..20)"]);
@@ -285,6 +287,36 @@ fn restart_keeps_the_complete_frames_of_a_torn_frames_file() {
         assert_eq!(frame_steps(&frames), want, "np {np}");
         assert_eq!(xdmf_frames(&out), want.len(), "np {np}");
     }
+}
+
+/// The file's tail cut off.
+#[test]
+fn restart_keeps_the_complete_frames_of_a_torn_frames_file() {
+    restart_repairs("torn", |frames| {
+        let len = std::fs::metadata(frames).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(frames).unwrap().set_len(len - 1000).unwrap();
+    });
+}
+
+/// The object header of a frame past the checkpoint overwritten (a rank
+/// killed while writing it): the restart must remove that frame, which
+/// HDF5 cannot unlink ("not valid object type"), so the file is repaired.
+#[test]
+fn restart_repairs_a_frame_past_the_checkpoint_that_cannot_be_removed() {
+    restart_repairs("header", |frames| {
+        let addr = {
+            let f = hdf5::File::open(frames).unwrap();
+            let g = f.group("frames/000000026").unwrap();
+            // LocationToken(address) for HDF5 1.10's H5Oget_info
+            let token = format!("{:?}", g.loc_info().unwrap().token);
+            let digits: String = token.chars().filter(char::is_ascii_digit).collect();
+            digits.parse::<u64>().unwrap_or_else(|_| panic!("no address in {token}"))
+        };
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::OpenOptions::new().write(true).open(frames).unwrap();
+        f.seek(SeekFrom::Start(addr)).unwrap();
+        f.write_all(&[0xff; 64]).unwrap();
+    });
 }
 
 #[test]

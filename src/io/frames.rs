@@ -162,7 +162,14 @@ impl FrameWriter {
         }
         comm.process_at_rank(0).broadcast_into(&mut code);
         match code {
-            0 => Self::reopen(comm, dir, scene, after_step),
+            0 => match Self::reopen(comm.duplicate(), dir, scene, after_step) {
+                // Damage that the inspection missed (a frame past the
+                // checkpoint that cannot be removed): repaired like the rest.
+                Err(e) if any_rank(&comm, matches!(e, IoError::Corrupt { .. })) => {
+                    Self::salvage(comm, dir, scene, after_step, &e.to_string())
+                }
+                r => r,
+            },
             1 => {
                 let w = Self::create(&comm, dir, scene)?;
                 if comm.rank() == 0 {
@@ -191,7 +198,7 @@ impl FrameWriter {
             for name in names {
                 let step: u64 = name.parse().map_err(|_| IoError::corrupt(path, format!("frame group {name}")))?;
                 if step > after_step {
-                    g.unlink(&name).ctx(path, "removing a frame past the checkpoint")?;
+                    g.unlink(&name).map_err(|e| IoError::corrupt(path, format!("frame {name} past the checkpoint cannot be removed: {e}")))?;
                     continue;
                 }
                 let f = g.group(&name).ctx(path, "opening a frame")?;
@@ -794,3 +801,10 @@ fn frame_info_of(f: &hdf5::Group, group: String, time: f64) -> hdf5::Result<Fram
     Ok(info)
 }
 
+
+/// True on every rank when `mine` is true on any (collective).
+fn any_rank<C: Communicator>(comm: &C, mine: bool) -> bool {
+    let mut any = 0u8;
+    comm.all_reduce_into(&(mine as u8), &mut any, mpi::collective::SystemOperation::max());
+    any == 1
+}

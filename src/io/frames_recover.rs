@@ -28,6 +28,16 @@ pub(super) fn inspect(path: &Path, after_step: u64) -> Health {
         for name in names.iter().filter(|n| n.parse::<u64>().is_ok_and(|s| s <= after_step)) {
             frame_complete(&g, name, len, marked).map_err(|e| format!("frame {name}: {e}"))?;
         }
+        // Frames past the checkpoint are removed on reopening: one torn by
+        // a kill mid-write can leave a link to an unreadable object that
+        // HDF5 cannot delete.
+        for name in names
+            .iter()
+            .filter(|n| n.parse::<u64>().is_ok_and(|s| s > after_step))
+        {
+            g.group(name)
+                .map_err(|e| format!("frame {name} past the checkpoint: {e}"))?;
+        }
         Ok(())
     })();
     match r {
