@@ -224,11 +224,7 @@ impl StepTally {
 
     /// The solver's summary with its counters over the whole run: this
     /// start's plus the earlier starts'. Collective.
-    fn solver_summary(
-        &self,
-        world: &World,
-        solver: &dyn Solver,
-    ) -> serde_json::Map<String, serde_json::Value> {
+    fn solver_summary(&self, world: &World, solver: &dyn Solver) -> serde_json::Map<String, serde_json::Value> {
         let mut m = solver.summary(world.comm());
         for (name, v) in m.iter_mut() {
             if let (Some(n), Some(e)) = (v.as_u64(), self.earlier_solver.get(&solver_key(name))) {
