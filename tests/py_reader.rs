@@ -213,3 +213,17 @@ fn lab_validate_check_agrees_with_the_runs_measurements() {
     let rel = got["stress_rel"].as_f64().unwrap();
     assert!(rel < 1e-9, "stress differs by {rel} of its largest component");
 }
+
+/// lab_validate.py's local bond order q6 (Steinhardt, over the neighbours
+/// closer than 1.2 d) of the beads inside a perfect FCC lattice is the
+/// crystal's value, sqrt(4π/13 Σ_m |Y6m|²) over its 12 bonds = 0.57452.
+#[test]
+fn lab_validate_q6_of_an_fcc_lattice_is_the_crystals() {
+    let Some(py) = venv_python("h5py, numpy") else { return };
+    let code = "import sys, numpy as np; sys.path.insert(0, sys.argv[1]); import lab_validate as L\n\
+                b = np.array([[0, 0, 0], [0, .5, .5], [.5, 0, .5], [.5, .5, 0]])\n\
+                p = np.array([b + [i, j, k] for i in range(5) for j in range(5) for k in range(5)]).reshape(-1, 3) * np.sqrt(2)\n\
+                print(L.q6_mean(p, 1.0, np.all((p > 1.5) & (p < 5.0), axis=1)))";
+    let got: f64 = python_ok(&py, &["-c", code, root().join("scripts/py").to_str().unwrap()]).trim().parse().unwrap();
+    assert!((got - 0.57452).abs() < 1e-5, "q6 of FCC: {got}");
+}
