@@ -49,6 +49,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let code = {
+        // SIGTERM/SIGUSR1 are caught from the start: SLURM may send its
+        // time-limit USR1 up to a minute early, even while MPI starts up,
+        // whose default action would kill the rank before any checkpoint.
+        parallel::signals::install_handlers();
         // rsmpi first; PETSc initialises on top of it and is finalised (dropped)
         // before the universe finalises MPI.
         let Some(universe) = mpi::initialize() else {
@@ -68,7 +72,6 @@ fn main() -> ExitCode {
             }
         };
         logging::init(world.rank(), cli.verbose);
-        parallel::signals::install_handlers();
         match cli.command {
             Command::Check { config, set } => match load(&world, &config, &set) {
                 Ok(scene) => match startup::memory_check(&world, &scene, &config.display().to_string()) {
