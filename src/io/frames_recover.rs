@@ -25,18 +25,14 @@ pub(super) fn inspect(path: &Path, after_step: u64) -> Health {
         let file = hdf5::File::open(path).map_err(|e| e.to_string())?;
         let (names, marked) = frame_names(&file).map_err(|e| format!("cannot list /frames: {e}"))?;
         let g = file.group("frames").map_err(|e| e.to_string())?;
-        for name in names.iter().filter(|n| n.parse::<u64>().is_ok_and(|s| s <= after_step)) {
-            frame_complete(&g, name, len, marked).map_err(|e| format!("frame {name}: {e}"))?;
-        }
-        // Frames past the checkpoint are removed on reopening: one torn by
-        // a kill mid-write can leave a link to an unreadable object that
-        // HDF5 cannot delete.
-        for name in names
-            .iter()
-            .filter(|n| n.parse::<u64>().is_ok_and(|s| s > after_step))
-        {
-            g.group(name)
-                .map_err(|e| format!("frame {name} past the checkpoint: {e}"))?;
+        for name in &names {
+            match name.parse::<u64>() {
+                Ok(s) if s <= after_step => frame_complete(&g, name, len, marked).map_err(|e| format!("frame {name}: {e}"))?,
+                // Removed on reopening: one torn by a kill mid-write can leave
+                // a link to an unreadable object that HDF5 cannot delete.
+                Ok(_) => drop(g.group(name).map_err(|e| format!("frame {name} past the checkpoint: {e}"))?),
+                Err(_) => {}
+            }
         }
         Ok(())
     })();
