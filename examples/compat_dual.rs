@@ -88,7 +88,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     if frictional {
         let coef = stiffgrain::cd::coulomb::Coefficients { mu_s: &mu_s, mu_d: &mu_d, sliding: &no_slip };
         let s = &scene.solver;
-        stiffgrain::cd::coulomb::solve(world, &mut op, &p, &mut f_cd, &coef, s.friction_law, true, s.tolerance, s.max_iterations)?;
+        stiffgrain::cd::coulomb::solve(world, &mut op, &p, &mut f_cd, &coef, s.friction_law, &stiffgrain::cd::coulomb::Inner::Apgd { scaled: true }, s.tolerance, s.max_iterations)?;
     } else {
         let normal = op.constraint(stiffgrain::cd::friction::Set::Normal);
         apgd::apgd(world, &mut op, &normal, &p, &mut f_cd, scene.solver.tolerance, scene.solver.max_iterations)?;

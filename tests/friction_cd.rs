@@ -2,7 +2,8 @@
 //! horizontal floor) for a cube and a sphere, stick and slip, on 1 and 2
 //! ranks; the exact law against the cone relaxation; the sliding block of
 //! Gay Neto & Wriggers §3.3; a frictional pile that stays at rest; and a
-//! frictional pour whose contacts and forces do not depend on the rank count.
+//! frictional pour whose contacts and forces do not depend on the rank count;
+//! nonsmooth Gauss–Seidel on the same problems.
 mod common;
 use common::frames::{frames, Frame};
 use std::path::{Path, PathBuf};
@@ -50,14 +51,15 @@ fn cube_incline(np: usize, dir: &Path, name: &str, tan: f64, mu_s: f64, mu_d: f6
     frames(&run_text(np, dir, name, &cube_text_with(tan, mu_s, mu_d, extra, every)))
 }
 
-/// A sphere of radius 0.05 on the floor under the same tilted gravity.
-fn sphere_incline(np: usize, dir: &Path, name: &str, tan: f64, mu: f64) -> Vec<Frame> {
+/// A sphere of radius 0.05 on the floor under the same tilted gravity;
+/// `extra` lines in `[solver]`.
+fn sphere_incline(np: usize, dir: &Path, name: &str, tan: f64, mu: f64, extra: &str) -> Vec<Frame> {
     let cos = 1.0 / (1.0 + tan * tan).sqrt();
     let text = common::Spheres::new("cd", 0.2, 1e-3, [G * tan * cos, 0.0, -G * cos], 0.05)
         .material(&format!("friction = {mu:?}"))
         .body([0.0, 0.0, 0.05])
         .ground()
-        .with("[solver]\ntolerance = 1e-10\n")
+        .with(&format!("[solver]\ntolerance = 1e-10\n{extra}\n"))
         .every(10)
         .toml();
     frames(&run_text(np, dir, name, &text))
@@ -101,7 +103,7 @@ fn a_sphere_on_an_incline_rolls_at_five_sevenths_g_sin_or_slips_below_two_sevent
     let (sin, cos) = (0.6, 0.8);
     for np in [1, 2] {
         // μ = 0.3 ≥ (2/7) tan θ = 0.214: rolls without slip.
-        let fr = sphere_incline(np, dir.path(), &format!("roll-{np}"), 0.75, 0.3);
+        let fr = sphere_incline(np, dir.path(), &format!("roll-{np}"), 0.75, 0.3, "");
         let exact = 5.0 / 7.0 * G * sin;
         let a = accel(&fr);
         let last = fr.last().unwrap();
@@ -110,7 +112,7 @@ fn a_sphere_on_an_incline_rolls_at_five_sevenths_g_sin_or_slips_below_two_sevent
         assert!((a - exact).abs() <= 1e-6 * exact, "{np} rank(s): rolling a = {a}, exact {exact}");
         assert!(slip <= 1e-6 * last.vel[0][0], "{np} rank(s): v = {}, ω r = {}", last.vel[0][0], 0.05 * last.omega[0][1]);
         // μ = 0.1 < 0.214: slips, a = g (sin θ − μ cos θ), ω̇ = 5 μ g cos θ / (2 r).
-        let fr = sphere_incline(np, dir.path(), &format!("slip-{np}"), 0.75, 0.1);
+        let fr = sphere_incline(np, dir.path(), &format!("slip-{np}"), 0.75, 0.1, "");
         let exact = G * (sin - 0.1 * cos);
         let a = accel(&fr);
         let (f1, last) = (&fr[1], fr.last().unwrap());
@@ -269,6 +271,50 @@ fn a_frictional_pour_has_the_same_contacts_and_forces_on_1_2_and_3_ranks() {
         eprintln!("pour on {np} ranks: velocities within {dv:.2e} m/s, forces within {df:.2e} N of 1 rank (largest {fmax:.3e} N)");
         assert!(dv <= 1e-9, "{np} ranks: velocities differ by {dv} m/s");
         assert!(df <= 1e-6 * fmax, "{np} ranks: forces differ by {df} N (largest {fmax} N)");
+    }
+}
+
+/// Nonsmooth Gauss–Seidel (`method = "pgs"`) solves the same exact law:
+/// the cube sticks below μ_s and slides at g (sin θ − μ_d cos θ) above, the
+/// sphere rolls at 5/7 g sin θ, on 1 and 2 ranks; and the thrown pour's
+/// contacts and velocities (unique, unlike its forces) are APGD's to
+/// 1e-9 m/s on 1 and 2 ranks (Gauss–Seidel inside a rank, Jacobi between).
+#[test]
+fn nonsmooth_gauss_seidel_gives_the_analytic_inclines_and_apgds_pour_on_1_and_2_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgs = "method = \"pgs\"";
+    for np in [1, 2] {
+        let fr = cube_incline(np, dir.path(), &format!("pgs-stick-{np}"), 0.3, 0.5, 0.4, pgs);
+        let v = fr.iter().map(|f| norm(&f.vel[0]) + 0.05 * norm(&f.omega[0])).fold(0.0, f64::max);
+        assert!(v <= 1e-9, "pgs, {np} rank(s): the sticking cube moves at {v} m/s");
+        let fr = cube_incline(np, dir.path(), &format!("pgs-slide-{np}"), 0.75, 0.5, 0.4, pgs);
+        let (a, exact) = (accel(&fr), G * (0.6 - 0.4 * 0.8));
+        eprintln!("pgs, {np} rank(s): sticking cube speed ≤ {v:.2e} m/s, sliding cube a = {a} (exact {exact})");
+        assert!((a - exact).abs() <= 1e-6 * exact, "pgs, {np} rank(s): sliding a = {a}, exact {exact}");
+        let fr = sphere_incline(np, dir.path(), &format!("pgs-roll-{np}"), 0.75, 0.3, pgs);
+        let (a, exact) = (accel(&fr), 5.0 / 7.0 * G * 0.6);
+        let last = fr.last().unwrap();
+        let slip = (last.vel[0][0] - 0.05 * last.omega[0][1]).abs();
+        eprintln!("pgs, {np} rank(s): rolling sphere a = {a} (exact {exact}), |v − ω r| = {slip:.2e}");
+        assert!((a - exact).abs() <= 1e-6 * exact && slip <= 1e-6 * last.vel[0][0], "pgs, {np} rank(s): rolling a = {a} (exact {exact}), slip {slip}");
+    }
+    let text = |extra: &str| thrown_lattice(4).with(&format!("[solver]\ntolerance = 1e-11\nmax_iterations = 100000\n{extra}\n")).every(1).toml();
+    let apgd = frames(&run_text(1, dir.path(), "pour-apgd", &text("")));
+    for np in [1, 2] {
+        let run = frames(&run_text(np, dir.path(), &format!("pour-pgs-{np}"), &text(pgs)));
+        assert_eq!(run.len(), apgd.len());
+        let mut dv = 0.0f64;
+        for (a, b) in apgd.iter().zip(&run) {
+            let pairs = |f: &Frame| {
+                let mut p: Vec<(u64, u64)> = f.contacts.iter().map(|c| (c.body_a, c.body_b)).collect();
+                p.sort();
+                p
+            };
+            assert_eq!(pairs(a), pairs(b), "t = {}: pgs on {np} rank(s) has other contacts than apgd", a.t);
+            dv = a.vel.iter().zip(&b.vel).map(|(u, v)| norm(&[u[0] - v[0], u[1] - v[1], u[2] - v[2]])).fold(dv, f64::max);
+        }
+        eprintln!("pour, pgs on {np} rank(s): velocities within {dv:.2e} m/s of apgd");
+        assert!(dv <= 1e-9, "pgs on {np} rank(s): velocities differ from apgd's by {dv} m/s");
     }
 }
 

@@ -13,6 +13,9 @@
 //!   converged.)
 //! - "cone": one QP over the friction cones (Anitescu–Tasora).
 //!
+//! Each round is solved by APGD, or with `method = "pgs"` by nonsmooth
+//! Gauss–Seidel ([`super::pgs::pgs_friction`]) on the same law.
+//!
 //! Static and dynamic coefficients: a contact that slid at the end of the
 //! previous step starts with μ_d, one that stuck with μ_s; a contact that
 //! slides in a solution with μ_s (|u_t| above [`SLIP`] × threshold) takes
@@ -23,7 +26,8 @@ use super::friction::{Set, SLIP};
 use super::operator::ContactOperator;
 use crate::parallel::Comm;
 use crate::petsc::{Result, Vector};
-use crate::scene::FrictionLaw;
+use crate::parallel::exchange::Layout;
+use crate::scene::{FrictionLaw, PgsOrder};
 
 /// Solves per step at most (each μ_s → μ_d switch costs one more).
 const MAX_ROUNDS: u32 = 50;
@@ -47,10 +51,18 @@ pub struct FrictionResult {
     pub sliding: Vec<bool>,
 }
 
+/// The solver of each round.
+pub enum Inner<'a> {
+    /// APGD, its metric scaled by the diagonal of N or not.
+    Apgd { scaled: bool },
+    /// Nonsmooth Gauss–Seidel ([`super::pgs::pgs_friction`]).
+    Pgs { layout: &'a Layout, n_local_bodies: usize, order: PgsOrder },
+}
+
 /// Solves the frictional contact problem in place (`f` holds the warm
 /// start, 3 entries per contact). Collective.
 #[allow(clippy::too_many_arguments)]
-pub fn solve(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, coef: &Coefficients, law: FrictionLaw, scaled: bool, tol: f64, max_it: u32) -> Result<FrictionResult> {
+pub fn solve(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, coef: &Coefficients, law: FrictionLaw, inner: &Inner, tol: f64, max_it: u32) -> Result<FrictionResult> {
     let nc = op.n_local();
     let thr = threshold(p, tol)?;
     let mut mu: Vec<f64> = (0..nc).map(|i| if coef.sliding[i] { coef.mu_d[i] } else { coef.mu_s[i] }).collect();
@@ -64,9 +76,19 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, 
             FrictionLaw::Cone => Set::Cone(mu.clone()),
             FrictionLaw::Coulomb => Set::Coulomb(mu.clone()),
         };
-        let c = if scaled { op.constraint_scaled(set) } else { op.constraint(set) };
         let left = (max_it as u64).saturating_sub(iterations).max(1) as u32;
-        let res = apgd(comm, op, &c, p, f, tol, left)?;
+        let (c, res) = match *inner {
+            Inner::Apgd { scaled } => {
+                let c = if scaled { op.constraint_scaled(set) } else { op.constraint(set) };
+                let res = apgd(comm, op, &c, p, f, tol, left)?;
+                (c, res)
+            }
+            Inner::Pgs { layout, n_local_bodies, order } => {
+                let c = op.constraint(set);
+                let res = super::pgs::pgs_friction(comm, op, layout, n_local_bodies, &c, p, f, tol, left, order)?;
+                (c, res)
+            }
+        };
         iterations += res.iterations;
         op.apply_n(f, &mut nf)?;
         let (fv, nv, pv) = (f.view()?, nf.view()?, p.view()?);

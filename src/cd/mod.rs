@@ -7,7 +7,7 @@
 //! 2. solve the QP (22) by APGD ([`apgd`], default) or the LCP (21) by PGS
 //!    ([`pgs`]) or a VI Newton method on N assembled ([`newton`]), warm-started from the previous step's forces; with
 //!    friction, B has two tangential rows per contact and [`coulomb`]
-//!    solves the Coulomb law (or its cone relaxation) by APGD;
+//!    solves the Coulomb law (or its cone relaxation) by APGD or PGS;
 //! 3. v⁺ = v + Δt M⁻¹ (Bᵀ f + F_ext), q⁺ = q + Δt v⁺, orientation by
 //!    exp(ω⁺ Δt) (semi-implicit Euler, eq 13), on the owned free DOFs.
 //!
@@ -321,8 +321,11 @@ impl CdSolver {
                 let slid = history.contact.col(SLIDING);
                 let was: Vec<bool> = (0..nc).map(|i| history.contact.get(&contacts.key(i)).is_some_and(|row| slid.of(row)[0] != 0.0)).collect();
                 let coef = coulomb::Coefficients { mu_s: &mu_s, mu_d: &mu_d, sliding: &was };
-                let scaled = set.scaling != CdScaling::None;
-                let out = coulomb::solve(comm, &mut op, &p, &mut f, &coef, set.friction_law, scaled, set.tolerance, set.max_iterations)?;
+                let inner = match set.method {
+                    CdMethod::Pgs => coulomb::Inner::Pgs { layout: ctx.layout, n_local_bodies: bodies.len(), order: set.pgs_order },
+                    _ => coulomb::Inner::Apgd { scaled: set.scaling != CdScaling::None },
+                };
+                let out = coulomb::solve(comm, &mut op, &p, &mut f, &coef, set.friction_law, &inner, set.tolerance, set.max_iterations)?;
                 sliding = out.sliding;
                 self.stats.friction_rounds += out.rounds as u64;
                 out.qp

@@ -141,6 +141,9 @@ pub struct ContactOperator {
     /// Normal row halves of B per local contact (see [`jacobian_rows`]).
     pub ja: Vec<Vector6<f64>>,
     pub jb: Vec<Vector6<f64>>,
+    /// Tangential row halves (t1, t2) per local contact, as `ja`, `jb`
+    /// (empty when `rows` is 1).
+    pub jt: Vec<[(Vector6<f64>, Vector6<f64>); 2]>,
     /// Local indices of each contact's bodies (`ib` may be `WALL_INDEX`).
     pub ia: Vec<usize>,
     pub ib: Vec<usize>,
@@ -167,6 +170,7 @@ impl ContactOperator {
         let tangents: Vec<(Vector3<f64>, Vector3<f64>)> = if friction { contacts.normal.iter().map(super::friction::tangent_basis).collect() } else { Vec::new() };
         let mut ja = Vec::with_capacity(nc);
         let mut jb = Vec::with_capacity(nc);
+        let mut jt = Vec::with_capacity(if friction { nc } else { 0 });
         let mut d_nnz = Vec::with_capacity(rows * nc);
         let mut o_nnz = Vec::with_capacity(rows * nc);
         let mut active = Vec::with_capacity(nc);
@@ -210,6 +214,10 @@ impl ContactOperator {
                     active.push(!row.is_empty());
                     ja.push(a);
                     jb.push(b);
+                } else if k == 1 {
+                    jt.push([(a, b), (a, b)]);
+                } else {
+                    jt[i][1] = (a, b);
                 }
                 // A tangent of a contact without a normal row carries no force.
                 row_act.push(if !row.is_empty() && active[i] { 1.0 } else { 0.0 });
@@ -221,7 +229,7 @@ impl ContactOperator {
         let (mut cols, mut vals) = (Vec::with_capacity(12), Vec::with_capacity(12));
         for i in 0..nc {
             for k in 0..rows {
-                let (a, b) = if k == 0 { (ja[i], jb[i]) } else { halves(i, k) };
+                let (a, b) = if k == 0 { (ja[i], jb[i]) } else { jt[i][k - 1] };
                 row_of(i, &a, &b, &mut row);
                 if row.is_empty() {
                     continue;
@@ -246,6 +254,7 @@ impl ContactOperator {
             minv,
             ja,
             jb,
+            jt,
             ia: contacts.ia.clone(),
             ib: contacts.ib.clone(),
             active,

@@ -1,5 +1,6 @@
 //! CD, step 3b (alternative): projected Gauss–Seidel on the LCP (21),
-//! 0 ≤ f ⊥ Nf + p ≥ 0.
+//! 0 ≤ f ⊥ Nf + p ≥ 0, and with friction its nonsmooth form on the exact
+//! Coulomb law or the cone ([`pgs_friction`]).
 //!
 //! Inside a rank the contacts are visited one at a time in the configured
 //! order (`forward` or `reverse` contact-list order), each updated to
@@ -15,6 +16,7 @@
 //! are unique, do not. Stopping rule as in [`super::apgd`]; the residual is
 //! evaluated exactly at the start of every sweep.
 use super::apgd::{threshold, QpResult};
+use super::friction::{Constraint, Set};
 use super::operator::ContactOperator;
 use crate::contact::WALL_INDEX;
 use crate::parallel::exchange::Layout;
@@ -64,7 +66,7 @@ pub fn pgs(
     order: PgsOrder,
 ) -> Result<QpResult> {
     let thr = threshold(p, tol)?;
-    // Frictionless only (`config` refuses pgs with friction): one row per contact.
+    // Frictionless: one row per contact (with friction, `pgs_friction`).
     debug_assert_eq!(op.rows, 1);
     op.constraint(super::friction::Set::Normal).project(&mut f.view_mut()?);
     let gather = ghost_gather(comm, layout, n_local_bodies)?;
@@ -87,20 +89,7 @@ pub fn pgs(
     let mut sweeps = 0u64;
     let mut res;
     loop {
-        // w = M⁻¹ Bᵀ f on owned and ghost bodies (all ranks' contributions).
-        {
-            let mut fv = f.view_mut()?;
-            fv.copy_from_slice(&fl);
-        }
-        op.b.mult_transpose(f, &mut u)?;
-        gather.mult(&u, &mut ghost_u)?;
-        {
-            let (uv, gv) = (u.view()?, ghost_u.view()?);
-            for (j, wj) in w.iter_mut().enumerate() {
-                let s = if j < op.n_owned { &uv[6 * j..6 * j + 6] } else { &gv[6 * (j - op.n_owned)..6 * (j - op.n_owned) + 6] };
-                *wj = op.minv[j] * Vector6::from_column_slice(s);
-            }
-        }
+        refresh(op, &gather, f, &fl, &mut u, &mut ghost_u, &mut w)?;
         let local_res = (0..nc)
             .filter(|&i| op.active[i])
             .map(|i| fl[i].min(normal_velocity(op, &w, i) * dt + pl[i]).abs())
@@ -129,6 +118,151 @@ pub fn pgs(
                     w[op.ib[i]] += mb[i] * df;
                 }
                 fl[i] = new;
+            }
+        }
+    }
+    Ok(QpResult { iterations: sweeps, residual: res, threshold: thr, converged: res <= thr, ..Default::default() })
+}
+
+/// w = M⁻¹ Bᵀ f on owned and ghost bodies (all ranks' contributions), from
+/// this rank's forces `fl`. Collective.
+fn refresh(op: &ContactOperator, gather: &Mat, f: &mut Vector, fl: &[f64], u: &mut Vector, ghost_u: &mut Vector, w: &mut [Vector6<f64>]) -> Result<()> {
+    f.view_mut()?.copy_from_slice(fl);
+    op.b.mult_transpose(f, u)?;
+    gather.mult(u, ghost_u)?;
+    let (uv, gv) = (u.view()?, ghost_u.view()?);
+    for (j, wj) in w.iter_mut().enumerate() {
+        let s = if j < op.n_owned { &uv[6 * j..6 * j + 6] } else { &gv[6 * (j - op.n_owned)..6 * (j - op.n_owned) + 6] };
+        *wj = op.minv[j] * Vector6::from_column_slice(s);
+    }
+    Ok(())
+}
+
+/// The frictional problem of [`super::friction`] in place by nonsmooth
+/// Gauss–Seidel (the contact-by-contact solver of LMGC90 and Siconos),
+/// ordered, Jacobi between ranks and stopped as [`pgs`]; `c` is
+/// `Set::Coulomb` or `Set::Cone`. Each contact's update, with its 3×3
+/// Delassus block W (N restricted to its rows):
+///
+/// - Coulomb: f_n ← max(0, f_n − u_n / W_nn), then, with u_t updated for
+///   the new f_n, f_t ← clip(f_t − 2 u_t / tr W_tt, μ f_n): scalar steps on
+///   each part, so a fixed point is the exact law (a clipped f_t opposes
+///   u_t), as with APGD's Coulomb map;
+/// - cone: f ← P_K(f − 3 u / tr W), one scalar step and the orthogonal
+///   projection, whose fixed points are the cone complementarity problem's.
+///
+/// Collective.
+#[allow(clippy::too_many_arguments)]
+pub fn pgs_friction(
+    comm: &Comm,
+    op: &ContactOperator,
+    layout: &Layout,
+    n_local_bodies: usize,
+    c: &Constraint,
+    p: &Vector,
+    f: &mut Vector,
+    tol: f64,
+    max_it: u32,
+    order: PgsOrder,
+) -> Result<QpResult> {
+    let thr = threshold(p, tol)?;
+    debug_assert_eq!(op.rows, 3);
+    c.project(&mut f.view_mut()?);
+    let gather = ghost_gather(comm, layout, n_local_bodies)?;
+    let (_, mut ghost_u) = gather.create_vecs()?;
+    let mut u = op.body_vec()?;
+    let nc = op.n_local();
+    let dt = op.dt;
+    // Row halves (normal, t1, t2), M⁻¹ jᵀ of each, and the Delassus blocks.
+    let rows: Vec<[(Vector6<f64>, Vector6<f64>); 3]> = (0..nc).map(|i| [(op.ja[i], op.jb[i]), op.jt[i][0], op.jt[i][1]]).collect();
+    let wall = |i: usize| op.ib[i] == WALL_INDEX;
+    let m: Vec<[(Vector6<f64>, Vector6<f64>); 3]> = (0..nc)
+        .map(|i| rows[i].map(|(a, b)| (op.minv[op.ia[i]] * a, if wall(i) { Vector6::zeros() } else { op.minv[op.ib[i]] * b })))
+        .collect();
+    let delassus = |i: usize, r: usize, k: usize| dt * (rows[i][r].0.dot(&m[i][k].0) + rows[i][r].1.dot(&m[i][k].1));
+    let steps: Vec<[f64; 3]> = (0..nc)
+        .map(|i| {
+            let (wn, wt, tr) = (delassus(i, 0, 0), delassus(i, 1, 1) + delassus(i, 2, 2), delassus(i, 0, 0) + delassus(i, 1, 1) + delassus(i, 2, 2));
+            let inv = |d: f64, k: f64| if d > 0.0 { k / d } else { 0.0 };
+            match c.set {
+                Set::Cone(_) => [inv(tr, 3.0); 3],
+                _ => [inv(wn, 1.0), inv(wt, 2.0), inv(wt, 2.0)],
+            }
+        })
+        .collect();
+    let mu: &[f64] = match &c.set {
+        Set::Coulomb(mu) | Set::Cone(mu) => mu,
+        Set::Normal => panic!("pgs_friction needs a frictional set"),
+    };
+    let pl: Vec<f64> = p.view()?.to_vec();
+    let mut fl: Vec<f64> = f.view()?.to_vec();
+    let order: Vec<usize> = match order {
+        PgsOrder::Forward => (0..nc).collect(),
+        PgsOrder::Reverse => (0..nc).rev().collect(),
+    };
+    let mut w = vec![Vector6::<f64>::zeros(); n_local_bodies];
+    let velocity = |w: &[Vector6<f64>], i: usize, r: usize| {
+        let (a, b) = &rows[i][r];
+        let mut s = a.dot(&w[op.ia[i]]);
+        if !wall(i) {
+            s += b.dot(&w[op.ib[i]]);
+        }
+        dt * s
+    };
+    let mut nf = vec![0.0; 3 * nc];
+    let mut sweeps = 0u64;
+    let mut res;
+    loop {
+        refresh(op, &gather, f, &fl, &mut u, &mut ghost_u, &mut w)?;
+        for i in 0..nc {
+            for r in 0..3 {
+                nf[3 * i + r] = velocity(&w, i, r);
+            }
+        }
+        res = crate::parallel::max_f64(comm, c.residual(&fl, &nf, &pl));
+        if res <= thr || sweeps >= max_it as u64 || crate::parallel::signals::agreed_at(comm, sweeps) {
+            break;
+        }
+        sweeps += 1;
+        for &i in &order {
+            let act = &c.act[3 * i..3 * i + 3];
+            if !op.active[i] {
+                fl[3 * i..3 * i + 3].fill(0.0);
+                continue;
+            }
+            // Half steps on a contact with a ghost, as in `pgs`.
+            let omega = if !wall(i) && op.ib[i] >= op.n_owned { 0.5 } else { 1.0 };
+            let u_at = |w: &[Vector6<f64>], r: usize| (velocity(w, i, r) + pl[3 * i + r]) * act[r];
+            let old = [fl[3 * i], fl[3 * i + 1], fl[3 * i + 2]];
+            let new = match c.set {
+                Set::Cone(_) => {
+                    let z: [f64; 3] = std::array::from_fn(|r| (old[r] - omega * steps[i][r] * u_at(&w, r)) * act[r]);
+                    super::friction::project_cone(z, mu[i])
+                }
+                _ => {
+                    let f_n = (old[0] - omega * steps[i][0] * u_at(&w, 0)).max(0.0) * act[0];
+                    let d = f_n - old[0];
+                    w[op.ia[i]] += m[i][0].0 * d;
+                    if !wall(i) {
+                        w[op.ib[i]] += m[i][0].1 * d;
+                    }
+                    let z = [f_n, (old[1] - omega * steps[i][1] * u_at(&w, 1)) * act[1], (old[2] - omega * steps[i][2] * u_at(&w, 2)) * act[2]];
+                    let mut z = super::friction::project_coulomb(z, mu[i]);
+                    z[0] = f_n;
+                    // f_n is in w already.
+                    fl[3 * i] = f_n;
+                    z
+                }
+            };
+            for r in 0..3 {
+                let d = new[r] - fl[3 * i + r];
+                if d != 0.0 {
+                    w[op.ia[i]] += m[i][r].0 * d;
+                    if !wall(i) {
+                        w[op.ib[i]] += m[i][r].1 * d;
+                    }
+                    fl[3 * i + r] = new[r];
+                }
             }
         }
     }

@@ -369,7 +369,7 @@ pub struct MaterialCfg {
     #[schemars(extend("x-unit" = "1", "x-default" = "none"))]
     pub poisson: Option<f64>,
     /// Static Coulomb coefficient μ_s (a contact takes the mean of its two
-    /// materials'; a wall its own material's). Refused by cd's PGS and
+    /// materials'; a wall its own material's). Refused by cd's `newton` and
     /// compatible-cd's augmented Lagrangian (frictionless).
     #[serde(default)]
     #[schemars(extend("x-unit" = "1"))]
@@ -780,7 +780,7 @@ pub struct SolverCfg {
     #[serde(default = "default_max_it")]
     pub max_iterations: u32,
     /// "apgd" (default; the quadratic program), "pgs" (projected
-    /// Gauss–Seidel) or "newton" (PETSc's active-set Newton on the LCP with
+    /// Gauss–Seidel; with friction nonsmooth Gauss–Seidel) or "newton" (PETSc's active-set Newton on the LCP with
     /// N assembled; frictionless; options prefix `cd_`).
     #[serde(default)]
     #[schemars(with = "String", extend("enum" = ["apgd", "pgs", "newton"]))]

@@ -111,14 +111,15 @@ mod tests {
     }
 
     #[test]
-    fn friction_is_read_by_every_solver_and_refused_by_pgs_and_the_augmented_lagrangian() {
+    fn friction_is_read_by_every_solver_and_refused_by_newton_and_the_augmented_lagrangian() {
         assert!(warnings("cd", "", "").is_empty());
         assert!(warnings("cd", "friction = 0.5", "friction_dynamic = 0.2").is_empty());
         assert!(warnings("compatible-cd", "friction = 0.5", "").is_empty());
         let e = with("compatible-cd", "friction = 0.5", "", "[compatibility]\nmethod = \"augmented-lagrangian\"\n").unwrap_err().to_string();
         assert_eq!(e, "t.toml: compatibility.method: \"augmented-lagrangian\" is frictionless and material[0] has friction (use method = \"newton\", the default, or \"apgd\")");
-        let e = with("cd", "", "friction_dynamic = 0.2", "[solver]\nmethod = \"pgs\"\n").unwrap_err().to_string();
-        assert_eq!(e, "t.toml: solver.method: \"pgs\" is frictionless and material[1] has friction (use method = \"apgd\", the default)");
+        assert!(with("cd", "", "friction_dynamic = 0.2", "[solver]\nmethod = \"pgs\"\n").is_ok());
+        let e = with("cd", "", "friction_dynamic = 0.2", "[solver]\nmethod = \"newton\"\n").unwrap_err().to_string();
+        assert_eq!(e, "t.toml: solver.method: \"newton\" is frictionless and material[1] has friction (use method = \"apgd\", the default, or \"pgs\")");
         assert!(warnings("dem", "friction = 0.5", "").is_empty());
     }
 

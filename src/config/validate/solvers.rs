@@ -54,9 +54,8 @@ pub(super) fn check_friction(
     if sim.solver == SolverKind::CompatibleCd && compat_method == Some(crate::scene::CompatMethod::AugmentedLagrangian) {
         return Err(c.err("compatibility.method", format!("\"augmented-lagrangian\" is frictionless and material[{i}] has {key} (use method = \"newton\", the default, or \"apgd\")")));
     }
-    if let Some(m @ (crate::scene::CdMethod::Pgs | crate::scene::CdMethod::Newton)) = solver.get().map(|s| s.method) {
-        let name = if m == crate::scene::CdMethod::Pgs { "pgs" } else { "newton" };
-        return Err(c.err("solver.method", format!("\"{name}\" is frictionless and material[{i}] has friction (use method = \"apgd\", the default)")));
+    if solver.get().map(|s| s.method) == Some(crate::scene::CdMethod::Newton) {
+        return Err(c.err("solver.method", format!("\"newton\" is frictionless and material[{i}] has friction (use method = \"apgd\", the default, or \"pgs\")")));
     }
     Ok(())
 }
