@@ -3,7 +3,7 @@
 //! ranks; the exact law against the cone relaxation; the sliding block of
 //! Gay Neto & Wriggers §3.3; a frictional pile that stays at rest; and a
 //! frictional pour whose contacts and forces do not depend on the rank count;
-//! nonsmooth Gauss–Seidel on the same problems.
+//! the default nonsmooth Gauss–Seidel against APGD on the same problems.
 mod common;
 use common::frames::{frames, Frame};
 use std::path::{Path, PathBuf};
@@ -274,47 +274,47 @@ fn a_frictional_pour_has_the_same_contacts_and_forces_on_1_2_and_3_ranks() {
     }
 }
 
-/// Nonsmooth Gauss–Seidel (`method = "pgs"`) solves the same exact law:
-/// the cube sticks below μ_s and slides at g (sin θ − μ_d cos θ) above, the
-/// sphere rolls at 5/7 g sin θ, on 1 and 2 ranks; and the thrown pour's
-/// contacts and velocities (unique, unlike its forces) are APGD's to
-/// 1e-9 m/s on 1 and 2 ranks (Gauss–Seidel inside a rank, Jacobi between).
+/// APGD (`method = "apgd"`) solves the same exact law as the default
+/// nonsmooth Gauss–Seidel: the cube sticks below μ_s and slides at
+/// g (sin θ − μ_d cos θ) above, the sphere rolls at 5/7 g sin θ, on 1 and 2
+/// ranks; and the thrown pour's contacts and velocities (unique, unlike its
+/// forces) are the default's to 1e-9 m/s on 1 and 2 ranks.
 #[test]
-fn nonsmooth_gauss_seidel_gives_the_analytic_inclines_and_apgds_pour_on_1_and_2_ranks() {
+fn apgd_gives_the_analytic_inclines_and_the_defaults_pour_on_1_and_2_ranks() {
     let dir = tempfile::tempdir().unwrap();
-    let pgs = "method = \"pgs\"";
+    let apgd = "method = \"apgd\"";
     for np in [1, 2] {
-        let fr = cube_incline(np, dir.path(), &format!("pgs-stick-{np}"), 0.3, 0.5, 0.4, pgs);
+        let fr = cube_incline(np, dir.path(), &format!("apgd-stick-{np}"), 0.3, 0.5, 0.4, apgd);
         let v = fr.iter().map(|f| norm(&f.vel[0]) + 0.05 * norm(&f.omega[0])).fold(0.0, f64::max);
-        assert!(v <= 1e-9, "pgs, {np} rank(s): the sticking cube moves at {v} m/s");
-        let fr = cube_incline(np, dir.path(), &format!("pgs-slide-{np}"), 0.75, 0.5, 0.4, pgs);
+        assert!(v <= 1e-9, "apgd, {np} rank(s): the sticking cube moves at {v} m/s");
+        let fr = cube_incline(np, dir.path(), &format!("apgd-slide-{np}"), 0.75, 0.5, 0.4, apgd);
         let (a, exact) = (accel(&fr), G * (0.6 - 0.4 * 0.8));
-        eprintln!("pgs, {np} rank(s): sticking cube speed ≤ {v:.2e} m/s, sliding cube a = {a} (exact {exact})");
-        assert!((a - exact).abs() <= 1e-6 * exact, "pgs, {np} rank(s): sliding a = {a}, exact {exact}");
-        let fr = sphere_incline(np, dir.path(), &format!("pgs-roll-{np}"), 0.75, 0.3, pgs);
+        eprintln!("apgd, {np} rank(s): sticking cube speed ≤ {v:.2e} m/s, sliding cube a = {a} (exact {exact})");
+        assert!((a - exact).abs() <= 1e-6 * exact, "apgd, {np} rank(s): sliding a = {a}, exact {exact}");
+        let fr = sphere_incline(np, dir.path(), &format!("apgd-roll-{np}"), 0.75, 0.3, apgd);
         let (a, exact) = (accel(&fr), 5.0 / 7.0 * G * 0.6);
         let last = fr.last().unwrap();
         let slip = (last.vel[0][0] - 0.05 * last.omega[0][1]).abs();
-        eprintln!("pgs, {np} rank(s): rolling sphere a = {a} (exact {exact}), |v − ω r| = {slip:.2e}");
-        assert!((a - exact).abs() <= 1e-6 * exact && slip <= 1e-6 * last.vel[0][0], "pgs, {np} rank(s): rolling a = {a} (exact {exact}), slip {slip}");
+        eprintln!("apgd, {np} rank(s): rolling sphere a = {a} (exact {exact}), |v − ω r| = {slip:.2e}");
+        assert!((a - exact).abs() <= 1e-6 * exact && slip <= 1e-6 * last.vel[0][0], "apgd, {np} rank(s): rolling a = {a} (exact {exact}), slip {slip}");
     }
     let text = |extra: &str| thrown_lattice(4).with(&format!("[solver]\ntolerance = 1e-11\nmax_iterations = 100000\n{extra}\n")).every(1).toml();
-    let apgd = frames(&run_text(1, dir.path(), "pour-apgd", &text("")));
+    let default = frames(&run_text(1, dir.path(), "pour-default", &text("")));
     for np in [1, 2] {
-        let run = frames(&run_text(np, dir.path(), &format!("pour-pgs-{np}"), &text(pgs)));
-        assert_eq!(run.len(), apgd.len());
+        let run = frames(&run_text(np, dir.path(), &format!("pour-apgd-{np}"), &text(apgd)));
+        assert_eq!(run.len(), default.len());
         let mut dv = 0.0f64;
-        for (a, b) in apgd.iter().zip(&run) {
+        for (a, b) in default.iter().zip(&run) {
             let pairs = |f: &Frame| {
                 let mut p: Vec<(u64, u64)> = f.contacts.iter().map(|c| (c.body_a, c.body_b)).collect();
                 p.sort();
                 p
             };
-            assert_eq!(pairs(a), pairs(b), "t = {}: pgs on {np} rank(s) has other contacts than apgd", a.t);
+            assert_eq!(pairs(a), pairs(b), "t = {}: apgd on {np} rank(s) has other contacts than the default", a.t);
             dv = a.vel.iter().zip(&b.vel).map(|(u, v)| norm(&[u[0] - v[0], u[1] - v[1], u[2] - v[2]])).fold(dv, f64::max);
         }
-        eprintln!("pour, pgs on {np} rank(s): velocities within {dv:.2e} m/s of apgd");
-        assert!(dv <= 1e-9, "pgs on {np} rank(s): velocities differ from apgd's by {dv} m/s");
+        eprintln!("pour, apgd on {np} rank(s): velocities within {dv:.2e} m/s of the default");
+        assert!(dv <= 1e-9, "apgd on {np} rank(s): velocities differ from the default's by {dv} m/s");
     }
 }
 
@@ -383,7 +383,7 @@ fn each_step_reports_its_residual_and_a_step_short_of_its_tolerance_says_so() {
     let o = common::mpirun(2, &common::stiffgrain(), &["run", cfg.to_str().unwrap(), "--set", "simulation.t_end=0.1"]);
     assert!(o.status.success(), "a step short of its tolerance stops the run");
     let log = String::from_utf8_lossy(&o.stderr).into_owned();
-    let warned: Vec<&str> = log.lines().filter(|l| l.contains("cd (coulomb friction) stopped after 2 iterations at residual")).collect();
+    let warned: Vec<&str> = log.lines().filter(|l| l.contains("cd (coulomb friction, pgs) stopped after 2 iterations at residual")).collect();
     let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let missed = s["cd_steps_not_converged"].as_u64().unwrap();
     let expected = (1..=missed).filter(|n| *n <= 10 || n % 100 == 0).count();

@@ -4,10 +4,11 @@
 //! 1. assemble B and M⁻¹ ([`operator`]), p = Φ/Δt + B v + Δt B M⁻¹ F_ext (eq 20),
 //!    with the restitution substitution Φ/Δt → e_n B v for closing contacts;
 //!    F_ext is gravity and the `[[load]]`s (at t + Δt);
-//! 2. solve the QP (22) by APGD ([`apgd`], default) or the LCP (21) by PGS
+//! 2. solve the QP (22) by APGD ([`apgd`], the default without friction) or the LCP (21) by PGS
 //!    ([`pgs`]) or a VI Newton method on N assembled ([`newton`]), warm-started from the previous step's forces; with
 //!    friction, B has two tangential rows per contact and [`coulomb`]
-//!    solves the Coulomb law (or its cone relaxation) by APGD or PGS;
+//!    solves the Coulomb law (or its cone relaxation) by nonsmooth
+//!    Gauss–Seidel (the default) or APGD;
 //! 3. v⁺ = v + Δt M⁻¹ (Bᵀ f + F_ext), q⁺ = q + Δt v⁺, orientation by
 //!    exp(ω⁺ Δt) (semi-implicit Euler, eq 13), on the owned free DOFs.
 //!
@@ -322,7 +323,7 @@ impl CdSolver {
                 let was: Vec<bool> = (0..nc).map(|i| history.contact.get(&contacts.key(i)).is_some_and(|row| slid.of(row)[0] != 0.0)).collect();
                 let coef = coulomb::Coefficients { mu_s: &mu_s, mu_d: &mu_d, sliding: &was };
                 let inner = match set.method {
-                    CdMethod::Pgs => coulomb::Inner::Pgs { layout: ctx.layout, n_local_bodies: bodies.len(), order: set.pgs_order },
+                    CdMethod::Pgs | CdMethod::Auto => coulomb::Inner::Pgs { layout: ctx.layout, n_local_bodies: bodies.len(), order: set.pgs_order },
                     _ => coulomb::Inner::Apgd { scaled: set.scaling != CdScaling::None },
                 };
                 let out = coulomb::solve(comm, &mut op, &p, &mut f, &coef, set.friction_law, &inner, set.tolerance, set.max_iterations)?;
@@ -331,7 +332,7 @@ impl CdSolver {
                 out.qp
             } else {
                 match set.method {
-                    CdMethod::Apgd => {
+                    CdMethod::Apgd | CdMethod::Auto => {
                         let c = match set.scaling {
                             CdScaling::None | CdScaling::Auto => op.constraint(Set::Normal),
                             CdScaling::Diagonal => op.constraint_scaled(Set::Normal),
@@ -369,7 +370,12 @@ impl CdSolver {
             if !res.converged {
                 self.stats.not_converged += 1;
                 if let Some(more) = crate::logging::step_warning(self.stats.not_converged, "cd_steps_not_converged") {
-                    let what = if self.friction { format!("{:?} friction", set.friction_law).to_lowercase() } else { format!("{:?}", set.method) };
+                    let method = match set.method {
+                        CdMethod::Auto if self.friction => CdMethod::Pgs,
+                        CdMethod::Auto => CdMethod::Apgd,
+                        m => m,
+                    };
+                    let what = if self.friction { format!("{:?} friction, {method:?}", set.friction_law) } else { format!("{method:?}") }.to_lowercase();
                     log::warn!(
                         "step {}: cd ({what}) stopped after {} iterations at residual {:e} (threshold {:e}){more}",
                         ctx.step,

@@ -23,7 +23,7 @@ use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::petsc::{InsertMode, Mat, PetscInt, Result, Vector};
 use crate::scene::PgsOrder;
-use nalgebra::Vector6;
+use nalgebra::{Matrix3, Vector6};
 
 /// Gathers the ghost bodies' entries of a body vector: rows = 6 per ghost
 /// of this rank, one 1 per row at the ghost's global DOF.
@@ -149,11 +149,14 @@ const CHECK_EVERY: u64 = 4;
 /// Delassus block W (N restricted to its rows):
 ///
 /// - Coulomb: f_n ← max(0, f_n − u_n / W_nn), then, with u_t updated for
-///   the new f_n, f_t ← clip(f_t − 2 u_t / tr W_tt, μ f_n): scalar steps on
-///   each part, so a fixed point is the exact law (a clipped f_t opposes
-///   u_t), as with APGD's Coulomb map;
-/// - cone: f ← P_K(f − 3 u / tr W), one scalar step and the orthogonal
+///   the new f_n, f_t ← clip(f_t − u_t / λ_max(W_tt), μ f_n): scalar steps
+///   on each part, so a fixed point is the exact law (a clipped f_t
+///   opposes u_t), as with APGD's Coulomb map;
+/// - cone: f ← P_K(f − u / λ_max(W)), one scalar step and the orthogonal
 ///   projection, whose fixed points are the cone complementarity problem's.
+///
+/// W over the active rows only: a 2D scene's out-of-plane tangent is no
+/// part of it.
 ///
 /// Collective.
 #[allow(clippy::too_many_arguments)]
@@ -183,14 +186,21 @@ pub fn pgs_friction(
     let m: Vec<[(Vector6<f64>, Vector6<f64>); 3]> = (0..nc)
         .map(|i| rows[i].map(|(a, b)| (op.minv[op.ia[i]] * a, if wall(i) { Vector6::zeros() } else { op.minv[op.ib[i]] * b })))
         .collect();
-    let delassus = |i: usize, r: usize, k: usize| dt * (rows[i][r].0.dot(&m[i][k].0) + rows[i][r].1.dot(&m[i][k].1));
+    // The steps: 1/λ_max of the block each one acts on (W over the active
+    // rows), so that a contact's update alone converges (below 2/λ_max);
+    // for spheres W is diagonal in the contact frame and the steps are
+    // exact Gauss–Seidel.
     let steps: Vec<[f64; 3]> = (0..nc)
         .map(|i| {
-            let (wn, wt, tr) = (delassus(i, 0, 0), delassus(i, 1, 1) + delassus(i, 2, 2), delassus(i, 0, 0) + delassus(i, 1, 1) + delassus(i, 2, 2));
-            let inv = |d: f64, k: f64| if d > 0.0 { k / d } else { 0.0 };
+            let act = &c.act[3 * i..3 * i + 3];
+            let w = Matrix3::from_fn(|r, k| act[r] * act[k] * dt * (rows[i][r].0.dot(&m[i][k].0) + rows[i][r].1.dot(&m[i][k].1)));
+            let inv = |l: f64| if l > 0.0 { 1.0 / l } else { 0.0 };
             match c.set {
-                Set::Cone(_) => [inv(tr, 3.0); 3],
-                _ => [inv(wn, 1.0), inv(wt, 2.0), inv(wt, 2.0)],
+                Set::Cone(_) => [inv(w.symmetric_eigenvalues().max()); 3],
+                _ => {
+                    let t = inv(w.fixed_view::<2, 2>(1, 1).into_owned().symmetric_eigenvalues().max());
+                    [inv(w[(0, 0)]), t, t]
+                }
             }
         })
         .collect();

@@ -779,11 +779,12 @@ pub struct SolverCfg {
     /// Iteration limit of one step's solve; the run goes on with the best iterate.
     #[serde(default = "default_max_it")]
     pub max_iterations: u32,
-    /// "apgd" (default; the quadratic program), "pgs" (projected
-    /// Gauss–Seidel; with friction nonsmooth Gauss–Seidel) or "newton" (PETSc's active-set Newton on the LCP with
-    /// N assembled; frictionless; options prefix `cd_`).
+    /// "auto" (default: "pgs" with friction, "apgd" without), "apgd" (the
+    /// quadratic program), "pgs" (projected Gauss–Seidel; with friction
+    /// nonsmooth Gauss–Seidel) or "newton" (PETSc's active-set Newton on
+    /// the LCP with N assembled; frictionless; options prefix `cd_`).
     #[serde(default)]
-    #[schemars(with = "String", extend("enum" = ["apgd", "pgs", "newton"]))]
+    #[schemars(with = "String", extend("enum" = ["auto", "apgd", "pgs", "newton"]))]
     pub method: CdMethod,
     /// PGS: "forward" (default) or "reverse" contact order within a rank.
     #[serde(default)]

@@ -248,8 +248,12 @@ pub struct Output {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CdMethod {
-    /// Accelerated projected gradient descent on the QP (22) (Mazhar et al. 2015).
+    /// `Pgs` with friction, `Apgd` without: the faster of the two on the
+    /// packs measured (BENCHMARKS.md), and without friction the forces of
+    /// the QP rather than PGS's order-dependent ones.
     #[default]
+    Auto,
+    /// Accelerated projected gradient descent on the QP (22) (Mazhar et al. 2015).
     Apgd,
     /// Projected Gauss–Seidel on the LCP (21); the forces depend on the contact order.
     Pgs,

@@ -119,7 +119,7 @@ mod tests {
         assert_eq!(e, "t.toml: compatibility.method: \"augmented-lagrangian\" is frictionless and material[0] has friction (use method = \"newton\", the default, or \"apgd\")");
         assert!(with("cd", "", "friction_dynamic = 0.2", "[solver]\nmethod = \"pgs\"\n").is_ok());
         let e = with("cd", "", "friction_dynamic = 0.2", "[solver]\nmethod = \"newton\"\n").unwrap_err().to_string();
-        assert_eq!(e, "t.toml: solver.method: \"newton\" is frictionless and material[1] has friction (use method = \"apgd\", the default, or \"pgs\")");
+        assert_eq!(e, "t.toml: solver.method: \"newton\" is frictionless and material[1] has friction (use method = \"auto\", the default, \"pgs\" or \"apgd\")");
         assert!(warnings("dem", "friction = 0.5", "").is_empty());
     }
 

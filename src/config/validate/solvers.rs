@@ -55,7 +55,7 @@ pub(super) fn check_friction(
         return Err(c.err("compatibility.method", format!("\"augmented-lagrangian\" is frictionless and material[{i}] has {key} (use method = \"newton\", the default, or \"apgd\")")));
     }
     if solver.get().map(|s| s.method) == Some(crate::scene::CdMethod::Newton) {
-        return Err(c.err("solver.method", format!("\"newton\" is frictionless and material[{i}] has friction (use method = \"apgd\", the default, or \"pgs\")")));
+        return Err(c.err("solver.method", format!("\"newton\" is frictionless and material[{i}] has friction (use method = \"auto\", the default, \"pgs\" or \"apgd\")")));
     }
     Ok(())
 }
