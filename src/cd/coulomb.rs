@@ -1,5 +1,5 @@
 //! CD, step 3b with friction: the contact problem of [`super::friction`]
-//! solved by APGD, for either law of `[solver] friction_law`.
+//! solved by nonsmooth Gauss–Seidel or APGD, for either law of `[solver] friction_law`.
 //!
 //! - "coulomb" (exact): APGD whose projection is the Coulomb map of
 //!   [`super::friction::project_coulomb`] (f_n clamped, then f_t clipped to
@@ -13,8 +13,9 @@
 //!   converged.)
 //! - "cone": one QP over the friction cones (Anitescu–Tasora).
 //!
-//! Each round is solved by APGD, or with `method = "pgs"` by nonsmooth
-//! Gauss–Seidel ([`super::pgs::pgs_friction`]) on the same law.
+//! Each round is solved by nonsmooth Gauss–Seidel on the same law
+//! ([`super::pgs::pgs_friction`]; `method = "auto"`, the default, or
+//! `"pgs"`) or by APGD as above (`method = "apgd"`).
 //!
 //! Static and dynamic coefficients: a contact that slid at the end of the
 //! previous step starts with μ_d, one that stuck with μ_s; a contact that
