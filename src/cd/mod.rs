@@ -322,8 +322,8 @@ impl CdSolver {
                 let slid = history.contact.col(SLIDING);
                 let was: Vec<bool> = (0..nc).map(|i| history.contact.get(&contacts.key(i)).is_some_and(|row| slid.of(row)[0] != 0.0)).collect();
                 let coef = coulomb::Coefficients { mu_s: &mu_s, mu_d: &mu_d, sliding: &was };
-                let inner = match set.method {
-                    CdMethod::Pgs | CdMethod::Auto => coulomb::Inner::Pgs { layout: ctx.layout, n_local_bodies: bodies.len(), order: set.pgs_order },
+                let inner = match set.method.resolved(true) {
+                    CdMethod::Pgs => coulomb::Inner::Pgs { layout: ctx.layout, n_local_bodies: bodies.len(), order: set.pgs_order },
                     _ => coulomb::Inner::Apgd { scaled: set.scaling != CdScaling::None },
                 };
                 let out = coulomb::solve(comm, &mut op, &p, &mut f, &coef, set.friction_law, &inner, set.tolerance, set.max_iterations)?;
@@ -331,7 +331,7 @@ impl CdSolver {
                 self.stats.friction_rounds += out.rounds as u64;
                 out.qp
             } else {
-                match set.method {
+                match set.method.resolved(false) {
                     CdMethod::Apgd | CdMethod::Auto => {
                         let c = match set.scaling {
                             CdScaling::None | CdScaling::Auto => op.constraint(Set::Normal),
@@ -370,11 +370,7 @@ impl CdSolver {
             if !res.converged {
                 self.stats.not_converged += 1;
                 if let Some(more) = crate::logging::step_warning(self.stats.not_converged, "cd_steps_not_converged") {
-                    let method = match set.method {
-                        CdMethod::Auto if self.friction => CdMethod::Pgs,
-                        CdMethod::Auto => CdMethod::Apgd,
-                        m => m,
-                    };
+                    let method = set.method.resolved(self.friction);
                     let what = if self.friction { format!("{:?} friction, {method:?}", set.friction_law) } else { format!("{method:?}") }.to_lowercase();
                     log::warn!(
                         "step {}: cd ({what}) stopped after {} iterations at residual {:e} (threshold {:e}){more}",

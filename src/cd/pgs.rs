@@ -69,9 +69,7 @@ pub fn pgs(
     // Frictionless: one row per contact (with friction, `pgs_friction`).
     debug_assert_eq!(op.rows, 1);
     op.constraint(super::friction::Set::Normal).project(&mut f.view_mut()?);
-    let gather = ghost_gather(comm, layout, n_local_bodies)?;
-    let (_, mut ghost_u) = gather.create_vecs()?;
-    let mut u = op.body_vec()?;
+    let Sweeps { gather, mut ghost_u, mut u, mut w, pl, mut fl, order } = Sweeps::new(comm, op, layout, n_local_bodies, p, f, order)?;
     let nc = op.n_local();
     let dt = op.dt;
     // M⁻¹ jᵀ per contact side and the diagonal of N.
@@ -79,13 +77,6 @@ pub fn pgs(
     let mb: Vec<Vector6<f64>> =
         (0..nc).map(|i| if op.ib[i] == WALL_INDEX { Vector6::zeros() } else { op.minv[op.ib[i]] * op.jb[i] }).collect();
     let diag: Vec<f64> = (0..nc).map(|i| dt * (op.ja[i].dot(&ma[i]) + op.jb[i].dot(&mb[i]))).collect();
-    let pl: Vec<f64> = p.view()?.to_vec();
-    let mut fl: Vec<f64> = f.view()?.to_vec();
-    let order: Vec<usize> = match order {
-        PgsOrder::Forward => (0..nc).collect(),
-        PgsOrder::Reverse => (0..nc).rev().collect(),
-    };
-    let mut w = vec![Vector6::<f64>::zeros(); n_local_bodies];
     let mut sweeps = 0u64;
     let mut res;
     loop {
@@ -122,6 +113,32 @@ pub fn pgs(
         }
     }
     Ok(QpResult { iterations: sweeps, residual: res, threshold: thr, converged: res <= thr, ..Default::default() })
+}
+
+/// What both sweeps keep: the ghost gather and its vectors, w = M⁻¹ Bᵀ f
+/// on the local bodies, this rank's p and f, and the contact order.
+struct Sweeps {
+    gather: Mat,
+    ghost_u: Vector,
+    u: Vector,
+    w: Vec<Vector6<f64>>,
+    pl: Vec<f64>,
+    fl: Vec<f64>,
+    order: Vec<usize>,
+}
+
+impl Sweeps {
+    /// From the warm start in `f` (projected already). Collective.
+    fn new(comm: &Comm, op: &ContactOperator, layout: &Layout, n_local_bodies: usize, p: &Vector, f: &Vector, order: PgsOrder) -> Result<Self> {
+        let gather = ghost_gather(comm, layout, n_local_bodies)?;
+        let (_, ghost_u) = gather.create_vecs()?;
+        let nc = op.n_local();
+        let order = match order {
+            PgsOrder::Forward => (0..nc).collect(),
+            PgsOrder::Reverse => (0..nc).rev().collect(),
+        };
+        Ok(Self { ghost_u, u: op.body_vec()?, w: vec![Vector6::zeros(); n_local_bodies], pl: p.view()?.to_vec(), fl: f.view()?.to_vec(), order, gather })
+    }
 }
 
 /// w = M⁻¹ Bᵀ f on owned and ghost bodies (all ranks' contributions), from
@@ -175,9 +192,7 @@ pub fn pgs_friction(
     let thr = threshold(p, tol)?;
     debug_assert_eq!(op.rows, 3);
     c.project(&mut f.view_mut()?);
-    let gather = ghost_gather(comm, layout, n_local_bodies)?;
-    let (_, mut ghost_u) = gather.create_vecs()?;
-    let mut u = op.body_vec()?;
+    let Sweeps { gather, mut ghost_u, mut u, mut w, pl, mut fl, order } = Sweeps::new(comm, op, layout, n_local_bodies, p, f, order)?;
     let nc = op.n_local();
     let dt = op.dt;
     // Row halves (normal, t1, t2), M⁻¹ jᵀ of each, and the Delassus blocks.
@@ -208,13 +223,6 @@ pub fn pgs_friction(
         Set::Coulomb(mu) | Set::Cone(mu) => mu,
         Set::Normal => panic!("pgs_friction needs a frictional set"),
     };
-    let pl: Vec<f64> = p.view()?.to_vec();
-    let mut fl: Vec<f64> = f.view()?.to_vec();
-    let order: Vec<usize> = match order {
-        PgsOrder::Forward => (0..nc).collect(),
-        PgsOrder::Reverse => (0..nc).rev().collect(),
-    };
-    let mut w = vec![Vector6::<f64>::zeros(); n_local_bodies];
     let velocity = |w: &[Vector6<f64>], i: usize, r: usize| {
         let (a, b) = &rows[i][r];
         let mut s = a.dot(&w[op.ia[i]]);
@@ -252,35 +260,34 @@ pub fn pgs_friction(
             // Half steps on a contact with a ghost, as in `pgs`.
             let omega = if !wall(i) && op.ib[i] >= op.n_owned { 0.5 } else { 1.0 };
             let u_at = |w: &[Vector6<f64>], r: usize| (velocity(w, i, r) + pl[3 * i + r]) * act[r];
-            let old = [fl[3 * i], fl[3 * i + 1], fl[3 * i + 2]];
-            let new = match c.set {
-                Set::Cone(_) => {
-                    let z: [f64; 3] = std::array::from_fn(|r| (old[r] - omega * steps[i][r] * u_at(&w, r)) * act[r]);
-                    super::friction::project_cone(z, mu[i])
-                }
-                _ => {
-                    let f_n = (old[0] - omega * steps[i][0] * u_at(&w, 0)).max(0.0) * act[0];
-                    let d = f_n - old[0];
-                    w[op.ia[i]] += m[i][0].0 * d;
-                    if !wall(i) {
-                        w[op.ib[i]] += m[i][0].1 * d;
-                    }
-                    let z = [f_n, (old[1] - omega * steps[i][1] * u_at(&w, 1)) * act[1], (old[2] - omega * steps[i][2] * u_at(&w, 2)) * act[2]];
-                    let mut z = super::friction::project_coulomb(z, mu[i]);
-                    z[0] = f_n;
-                    // f_n is in w already.
-                    fl[3 * i] = f_n;
-                    z
-                }
-            };
-            for r in 0..3 {
-                let d = new[r] - fl[3 * i + r];
+            // Row r of contact i to `new`, w following.
+            let apply = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, new: f64| {
+                let d = new - fl[3 * i + r];
                 if d != 0.0 {
                     w[op.ia[i]] += m[i][r].0 * d;
                     if !wall(i) {
                         w[op.ib[i]] += m[i][r].1 * d;
                     }
-                    fl[3 * i + r] = new[r];
+                    fl[3 * i + r] = new;
+                }
+            };
+            let old = [fl[3 * i], fl[3 * i + 1], fl[3 * i + 2]];
+            match c.set {
+                Set::Cone(_) => {
+                    let z: [f64; 3] = std::array::from_fn(|r| (old[r] - omega * steps[i][r] * u_at(&w, r)) * act[r]);
+                    let z = super::friction::project_cone(z, mu[i]);
+                    for (r, z) in z.into_iter().enumerate() {
+                        apply(&mut w, &mut fl, r, z);
+                    }
+                }
+                _ => {
+                    // f_n first; u_t then sees it.
+                    let f_n = (old[0] - omega * steps[i][0] * u_at(&w, 0)).max(0.0) * act[0];
+                    apply(&mut w, &mut fl, 0, f_n);
+                    let z = [f_n, (old[1] - omega * steps[i][1] * u_at(&w, 1)) * act[1], (old[2] - omega * steps[i][2] * u_at(&w, 2)) * act[2]];
+                    let z = super::friction::project_coulomb(z, mu[i]);
+                    apply(&mut w, &mut fl, 1, z[1]);
+                    apply(&mut w, &mut fl, 2, z[2]);
                 }
             }
         }

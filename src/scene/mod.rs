@@ -261,6 +261,17 @@ pub enum CdMethod {
     Newton,
 }
 
+impl CdMethod {
+    /// The method that runs: `Auto` resolved for a scene with or without friction.
+    pub fn resolved(self, friction: bool) -> Self {
+        match self {
+            CdMethod::Auto if friction => CdMethod::Pgs,
+            CdMethod::Auto => CdMethod::Apgd,
+            m => m,
+        }
+    }
+}
+
 /// Order in which PGS visits a rank's contacts (Jacobi between ranks).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
