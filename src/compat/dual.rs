@@ -513,7 +513,11 @@ impl<'a> Dual<'a> {
     /// Collective.
     pub fn hessian_matrix(&self, bodies: &Bodies, prefix: &str) -> Result<Mat> {
         let n = 6 * self.op.n_owned as PetscInt;
-        let mut h = Mat::create(self.comm, "aij", 1, n, n)?;
+        // With friction every contact couples all six DOFs of its bodies:
+        // 6 × 6 blocks (BAIJ, block ILU) pay; frictionless, only B's
+        // non-zero DOFs are stored.
+        let (kind, bs) = if self.rows == 3 { ("baij", 6) } else { ("aij", 1) };
+        let mut h = Mat::create(self.comm, kind, bs, n, n)?;
         h.set_options_prefix(prefix)?;
         h.set_from_options()?;
         let (ii, jj) = self.coo();

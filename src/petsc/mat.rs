@@ -6,7 +6,9 @@ use super::ffi;
 use super::init::{alive, require_alive, AsComm};
 use super::vec::{size_error, Borrowed, InsertMode, Vector};
 use super::PetscInt;
+use super::coo::BlockCoo;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// A PETSc matrix; `MatDestroy` on drop.
 #[derive(Debug)]
@@ -15,6 +17,8 @@ pub struct Mat {
     /// Entries given to [`Mat::set_preallocation_coo`] (the length
     /// [`Mat::set_values_coo`] reads); 0 before.
     coo_len: usize,
+    /// The block layout of the COO pattern of a BAIJ matrix.
+    blocks: Option<Arc<BlockCoo>>,
 }
 
 fn prealloc_ptr(nnz: &[PetscInt], expected: usize, what: &str) -> Result<*const PetscInt> {
@@ -52,7 +56,7 @@ impl Mat {
         let mut raw: ffi::Mat = std::ptr::null_mut();
         // SAFETY: preallocation arrays have `local_rows` entries or are NULL.
         check(unsafe { ffi::MatCreateAIJ(comm.as_comm(), local_rows, local_cols, det, det, d_nz, d, o_nz, o, &mut raw) })?;
-        Ok(Mat { raw, coo_len: 0 })
+        Ok(Mat { raw, coo_len: 0, blocks: None })
     }
 
     /// Creates a BAIJ matrix (`MatCreateBAIJ`: MPIBAIJ on several ranks) with
@@ -81,7 +85,7 @@ impl Mat {
         check(unsafe {
             ffi::MatCreateBAIJ(comm.as_comm(), bs, local_rows, local_cols, det, det, d_nz, d, o_nz, o, &mut raw)
         })?;
-        Ok(Mat { raw, coo_len: 0 })
+        Ok(Mat { raw, coo_len: 0, blocks: None })
     }
 
     /// Creates a matrix of PETSc type `kind` (`"aij"` or `"baij"`) with block
@@ -115,7 +119,7 @@ impl Mat {
         // SAFETY: valid out pointer, live communicator; the wrapper owns the
         // handle from here on, so an error below still destroys it.
         check(unsafe { ffi::MatCreate(comm.as_comm(), &mut raw) })?;
-        let m = Mat { raw, coo_len: 0 };
+        let m = Mat { raw, coo_len: 0, blocks: None };
         // SAFETY: live handle; PETSc copies the type name.
         unsafe {
             check(ffi::MatSetSizes(m.raw, local_rows, local_cols, det, det))?;
@@ -172,9 +176,15 @@ impl Mat {
         }
         // PETSc may reorder its arguments: give it copies.
         let (mut i, mut j) = (i.to_vec(), j.to_vec());
+        // BAIJ: values set by blocks (see [`BlockCoo`]).
+        let blocks = match self.type_name()?.contains("baij") {
+            true => Some(Arc::new(BlockCoo::new(&i, &j, self.block_size()?.max(1) as usize))),
+            false => None,
+        };
         // SAFETY: live handle; both arrays have `len` entries.
         check(unsafe { ffi::MatSetPreallocationCOO(self.raw, i.len() as ffi::PetscCount, i.as_mut_ptr(), j.as_mut_ptr()) })?;
         self.coo_len = i.len();
+        self.blocks = blocks;
         Ok(())
     }
 
@@ -186,8 +196,32 @@ impl Mat {
         if v.len() != self.coo_len {
             return Err(size_error("Mat::set_values_coo", v.len(), self.coo_len));
         }
+        if let Some(b) = self.blocks.clone() {
+            // Entries of a block may come from several ranks: summed.
+            if !matches!(mode, InsertMode::Add) {
+                self.zero_entries()?;
+            }
+            let buf = b.gather(v);
+            for (g, &r) in b.rows.iter().enumerate() {
+                let (cols, vals) = b.row(g, &buf);
+                self.set_values_blocked(&[r], cols, vals, InsertMode::Add)?;
+            }
+            return self.assemble();
+        }
         // SAFETY: live handle; `v` has as many entries as the COO pattern.
         check(unsafe { ffi::MatSetValuesCOO(self.raw, v.as_ptr(), mode.raw()) })
+    }
+
+    /// The PETSc type (`MatGetType`), e.g. `"mpibaij"`.
+    pub fn type_name(&self) -> Result<String> {
+        let mut t: ffi::MatType = std::ptr::null();
+        // SAFETY: live handle, valid out pointer; PETSc owns the string.
+        check(unsafe { ffi::MatGetType(self.raw, &mut t) })?;
+        if t.is_null() {
+            return Ok(String::new());
+        }
+        // SAFETY: non-null, NUL-terminated type name owned by PETSc.
+        Ok(unsafe { std::ffi::CStr::from_ptr(t) }.to_string_lossy().into_owned())
     }
 
     /// Another owner of the same PETSc matrix (`PetscObjectReference`; the
@@ -195,14 +229,14 @@ impl Mat {
     /// closure to fill the matrix it was registered with.
     pub fn share(&self) -> Mat {
         super::vec::add_reference(self.raw as ffi::PetscObject);
-        Mat { raw: self.raw, coo_len: self.coo_len }
+        Mat { raw: self.raw, coo_len: self.coo_len, blocks: self.blocks.clone() }
     }
 
     /// Wraps a handle PETSc owns (e.g. in a SNES Jacobian callback), taking
     /// an extra reference: the matrix is not destroyed when the borrow ends.
     pub(crate) fn borrow_raw<'a>(raw: ffi::Mat) -> Borrowed<'a, Mat> {
         super::vec::add_reference(raw as ffi::PetscObject);
-        Borrowed::new(Mat { raw, coo_len: 0 })
+        Borrowed::new(Mat { raw, coo_len: 0, blocks: None })
     }
 
     /// The raw handle (for the other wrappers of this module tree).
@@ -316,7 +350,7 @@ impl Mat {
         let mut raw: ffi::Mat = std::ptr::null_mut();
         // SAFETY: live assembled handle, valid out pointer; the new matrix is ours.
         check(unsafe { ffi::MatTranspose(self.raw, ffi::MatReuse::MAT_INITIAL_MATRIX, &mut raw) })?;
-        Ok(Mat { raw, coo_len: 0 })
+        Ok(Mat { raw, coo_len: 0, blocks: None })
     }
 
     /// The Galerkin product Pᵀ A P of this matrix A, a new assembled matrix
@@ -326,7 +360,7 @@ impl Mat {
         // SAFETY: live assembled handles with matching layouts (PETSc checks),
         // valid out pointer; the new matrix is ours.
         check(unsafe { ffi::MatPtAP(self.raw, p.raw, ffi::MatReuse::MAT_INITIAL_MATRIX, ffi::PETSC_DEFAULT as f64, &mut raw) })?;
-        Ok(Mat { raw, coo_len: 0 })
+        Ok(Mat { raw, coo_len: 0, blocks: None })
     }
 
     /// `self += alpha X` for any non-zero pattern of `x` (`MatAXPY`,

@@ -5,6 +5,7 @@
 //! drop them all before the [`Petsc`] guard, and that guard before the rsmpi
 //! `Universe`. Every call returns `Result<_, PetscError>`.
 mod cstr;
+mod coo;
 pub mod error;
 pub mod ffi;
 pub mod init;
