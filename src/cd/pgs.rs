@@ -15,6 +15,14 @@
 //! returns depend on the contact order (paper Fig. 1) — the velocities, which
 //! are unique, do not. Stopping rule as in [`super::apgd`]; the residual is
 //! evaluated exactly at the start of every sweep.
+//!
+//! Measured and not kept: nonsmooth nonlinear conjugate gradients over the
+//! frictional sweeps (Silcowitz, Niebe & Erleben 2010; Fletcher–Reeves on
+//! the sweeps' change, restarting when β > 1). The first 45 steps of the
+//! 2,500-sphere pour took 2,782 sweeps against 6,278, but once a pack has
+//! settled the conjugate steps stall 2–5× above the plain sweeps' residual
+//! (also restarting when the residual grows): the 500-sphere pour to rest
+//! left 318 steps at `max_iterations` against 238.
 use super::apgd::{threshold, QpResult};
 use super::friction::{Constraint, Set};
 use super::operator::ContactOperator;
