@@ -1,5 +1,6 @@
 //! Distributed sparse matrices: MPIAIJ (scalar entries) and MPIBAIJ (dense
-//! blocks, block size 6 for rigid-body DOFs), assembled with `set_values`.
+//! blocks, block size 6 for rigid-body DOFs), assembled with `set_values`
+//! or from a COO pattern (`set_preallocation_coo`, `set_values_coo`).
 use super::cstr::cstring;
 use super::error::{check, Result};
 use super::ffi;
@@ -177,9 +178,9 @@ impl Mat {
         // PETSc may reorder its arguments: give it copies.
         let (mut i, mut j) = (i.to_vec(), j.to_vec());
         // BAIJ: values set by blocks (see [`BlockCoo`]).
-        let blocks = match self.type_name()?.contains("baij") {
-            true => Some(Arc::new(BlockCoo::new(&i, &j, self.block_size()?.max(1) as usize))),
-            false => None,
+        let blocks = match self.type_name()?.as_str() {
+            "seqbaij" | "mpibaij" => Some(Arc::new(BlockCoo::new(&i, &j, self.block_size()?.max(1) as usize))),
+            _ => None,
         };
         // SAFETY: live handle; both arrays have `len` entries.
         check(unsafe { ffi::MatSetPreallocationCOO(self.raw, i.len() as ffi::PetscCount, i.as_mut_ptr(), j.as_mut_ptr()) })?;
