@@ -792,10 +792,10 @@ fn finish(
 /// A Lees–Edwards run's steady state from the frames (rank 0, after the
 /// frames file is closed; None elsewhere and for other runs).
 fn steady(scene: &Scene, t_end: f64) -> Option<crate::lab::Steady> {
-    scene.periodic.as_ref()?.shear?;
+    let rate = scene.periodic.as_ref()?.shear?.rate;
     let path = scene.output.dir.join("frames.h5");
-    match io::read_series(&path, &["time", "stress_ratio", "solid_fraction"]) {
-        Ok(c) => crate::lab::Steady::of(&c[0], &c[1], &c[2], t_end),
+    match io::read_series(&path, &["time", "stress_ratio", "solid_fraction", "inertial_number", "coordination"]) {
+        Ok(c) => crate::lab::Steady::of(&c.try_into().ok()?, rate, t_end),
         Err(e) => {
             log::warn!("{}: cannot read /series for the steady state: {e}", path.display());
             None

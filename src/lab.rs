@@ -83,20 +83,26 @@ pub struct MeanStd {
     pub std: f64,
 }
 
-/// A shear run's steady state (summary.json `steady`): the stress ratio
-/// and the solid fraction over the second half of the strain.
+/// A shear run's steady state (summary.json `steady`): the stress ratio,
+/// the solid fraction, the inertial number and the coordination over the
+/// second half of the strain, and the strain γ̇ t_end at the end.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Steady {
     pub stress_ratio: MeanStd,
     pub solid_fraction: MeanStd,
+    pub inertial_number: MeanStd,
+    pub coordination: MeanStd,
+    pub strain: f64,
 }
 
 impl Steady {
-    /// From the frames' (time, stress ratio, solid fraction) of a
-    /// Lees–Edwards run (strain γ̇ t) that ended at `t_end`: the rows with
+    /// From the frames' columns `[time, stress ratio, solid fraction,
+    /// inertial number, coordination]` of a Lees–Edwards run of shear rate
+    /// `rate` (strain γ̇ t) that ended at `t_end`: the rows with
     /// t ≥ t_end / 2. None without such a row.
-    pub fn of(time: &[f64], ratio: &[f64], solid: &[f64], t_end: f64) -> Option<Self> {
-        let rows: Vec<usize> = (0..time.len().min(ratio.len()).min(solid.len())).filter(|&k| time[k] >= 0.5 * t_end).collect();
+    pub fn of(c: &[Vec<f64>; 5], rate: f64, t_end: f64) -> Option<Self> {
+        let n = c.iter().map(Vec::len).min().unwrap_or(0);
+        let rows: Vec<usize> = (0..n).filter(|&k| c[0][k] >= 0.5 * t_end).collect();
         if rows.is_empty() {
             return None;
         }
@@ -105,7 +111,13 @@ impl Steady {
             let mean = rows.iter().map(|&k| v[k]).sum::<f64>() / n;
             MeanStd { mean, std: (rows.iter().map(|&k| (v[k] - mean).powi(2)).sum::<f64>() / n).sqrt() }
         };
-        Some(Self { stress_ratio: stats(ratio), solid_fraction: stats(solid) })
+        Some(Self {
+            stress_ratio: stats(&c[1]),
+            solid_fraction: stats(&c[2]),
+            inertial_number: stats(&c[3]),
+            coordination: stats(&c[4]),
+            strain: rate.abs() * t_end,
+        })
     }
 }
 

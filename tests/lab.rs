@@ -318,6 +318,10 @@ fn lees_edwards_images_collide_as_unsheared_ones() {
         let steady = &summary(&out)["steady"]["solid_fraction"];
         let phi = 2.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.05f64.powi(3);
         assert!((steady["mean"].as_f64().unwrap() - phi).abs() < 1e-12 && steady["std"].as_f64().unwrap() < 1e-12, "np {np}: steady {steady}");
+        // Apart again by then (no contact), and the strain is γ̇ t_end.
+        let steady = &summary(&out)["steady"];
+        assert_eq!(steady["coordination"]["mean"].as_f64(), Some(0.0), "np {np}: steady {steady}");
+        assert!((steady["strain"].as_f64().unwrap() - 5.0 * 0.3).abs() < 1e-12, "np {np}: steady {steady}");
     }
 }
 
