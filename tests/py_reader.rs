@@ -4,7 +4,8 @@
 //! header and no repeated rows after a restart, and the derived measures on
 //! a pack whose numbers the statics dictates; then scripts/py/tutorial.py.
 //! And scripts/plot drawing force_compatible when a frame has it; and
-//! scripts/py/lab_validate.py --check agreeing with a run's measurements.
+//! scripts/py/lab_validate.py --check agreeing with a run's measurements;
+//! scripts/py/dense_pack.py's packs and lab_validate.py's rheology fit.
 //!
 //! Needs the project venv (`scripts/setup`). Without it the test reports
 //! itself skipped (`common::skip`) and returns, unless `CI` or
@@ -226,4 +227,35 @@ fn lab_validate_q6_of_an_fcc_lattice_is_the_crystals() {
                 print(L.q6_mean(p, 1.0, np.all((p > 1.5) & (p < 5.0), axis=1)))";
     let got: f64 = python_ok(&py, &["-c", code, root().join("scripts/py").to_str().unwrap()]).trim().parse().unwrap();
     assert!((got - 0.57452).abs() < 1e-5, "q6 of FCC: {got}");
+}
+
+/// scripts/py/dense_pack.py: 300 equal spheres in a periodic cube at Φ =
+/// 0.55 keep their least surface gap (periodic images included) and fill
+/// the cube the solid fraction asks for; and lab_validate.py's power-law
+/// fit recovers y = y0 + c I^e from exact points.
+#[test]
+fn dense_pack_is_overlap_free_and_the_rheology_fit_recovers_its_law() {
+    let Some(py) = venv_python("h5py, numpy") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("pack.csv");
+    let side: f64 = python_ok(&py, &[root().join("scripts/py/dense_pack.py").to_str().unwrap(), "--count", "300", "--radius", "0.001", "--phi", "0.55", "--seed", "3", "--gap", "1e-3", "--out", csv.to_str().unwrap()]).trim().parse().unwrap();
+    let want = (300.0 * PI * 0.002f64.powi(3) / 6.0 / 0.55).cbrt();
+    assert!((side - want).abs() < 1e-15 * want, "cell side {side}, not {want}");
+    let code = "import sys, numpy as np\n\
+                x = np.loadtxt(sys.argv[1], delimiter=',', skiprows=2)[:, :3]; L = float(sys.argv[2])\n\
+                d = x[:, None, :] - x[None, :, :]; d -= L * np.round(d / L)\n\
+                r = np.sqrt((d ** 2).sum(-1)); np.fill_diagonal(r, np.inf)\n\
+                print(len(x), float(r.min()), float(x.min()), float(x.max()))";
+    let out = python_ok(&py, &["-c", code, csv.to_str().unwrap(), &format!("{side:?}")]);
+    let v: Vec<f64> = out.split_whitespace().map(|s| s.parse().unwrap()).collect();
+    assert_eq!(v[0], 300.0);
+    assert!(v[1] >= 0.002 * (1.0 + 1e-3) * (1.0 - 1e-9), "least centre distance {} m", v[1]);
+    assert!(v[2] >= 0.0 && v[3] < side, "centres outside the cell: {out}");
+    let code = "import sys, numpy as np; sys.path.insert(0, sys.argv[1]); import lab_validate as L\n\
+                I = np.array([0.005, 0.01, 0.03, 0.08, 0.16]); y = 0.1 + 0.4 * I ** 0.4\n\
+                y0, c, e, r, er = L.power_fit(I, y, np.ones_like(I) / 1e-3, 1.0, True)\n\
+                print(y0, c, e, r[0], r[1])";
+    let got: Vec<f64> = python_ok(&py, &["-c", code, root().join("scripts/py").to_str().unwrap()]).split_whitespace().map(|s| s.parse().unwrap()).collect();
+    assert!((got[0] - 0.1).abs() < 1e-9 && (got[1] - 0.4).abs() < 1e-9 && (got[2] - 0.4).abs() < 1e-9, "fit {got:?}");
+    assert!(got[3] <= 0.1 && got[4] >= 0.1, "range {got:?}");
 }

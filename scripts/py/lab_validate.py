@@ -5,6 +5,7 @@ shear of the lab configs against the published values (Agnolin & Roux
 
 usage: lab_validate.py [--iso0 OUT] [--iso03 OUT] [--shear OUT]
                        [--margin D] [--notes FILE] [--report VALIDATION.md] [--print]
+       lab_validate.py --le OUT [OUT ...] [--report VALIDATION.md] [--print]
        lab_validate.py --check OUT
 
 Each OUT is the output directory of a finished run of
@@ -22,8 +23,16 @@ octants. The shear's steady state is the second half of its strain from
 jamming (as scripts/py/lab_plot.py): mean ± standard deviation of the
 frames (the fluctuations).
 
+--le takes finished runs of configs/lab-shear-le-frictionless.toml (rigid
+simple shear at constant volume under cd, one solid fraction per run):
+their steady states (second half of the strain) give the rheology μ(I),
+Φ(I), fitted by μ = μ* + a I^α and Φ = Φ_c − b I^β (each exponent scanned,
+the other two parameters by least squares) and extrapolated to the
+quasi-static limit I → 0. It writes (or replaces) only its subsection of
+"## Lab tests".
+
 Writes (or replaces) the section "## Lab tests" of the report, keeping the
-rest; with --print only prints it. --check OUT compares a run's own
+rest (and its --le subsection); with --print only prints it. --check OUT compares a run's own
 measurements (stress, coordination, solid fraction of /series) with an
 independent sum over the bodies and contacts of one of its frames.
 """
@@ -222,6 +231,126 @@ def cross_check(out):
     }
 
 
+BLOCKS = 5
+LE_TITLE = "### Simple shear of rigid frictionless beads at constant volume (Lees–Edwards, cd)"
+
+
+def le_measures(out):
+    """A constant-volume Lees–Edwards run's steady state, the second half of
+    its strain (as summary.json `steady`): mean and standard deviation of
+    |τ/σ_n|, I, Φ and z over those frames."""
+    s = summary(out)
+    se = series(out)
+    t = se["time"]
+    half = t >= 0.5 * t[-1]
+    ms = lambda v: (float(np.mean(v[half])), float(np.std(v[half])))
+    # Standard error of the mean from BLOCKS consecutive blocks of frames
+    # (successive frames are correlated).
+    blocks = np.array_split(np.abs(se["stress_ratio"][half]), BLOCKS)
+    mu_sem = float(np.std([b.mean() for b in blocks], ddof=1) / np.sqrt(BLOCKS))
+    return {
+        "bodies": s["bodies"], "wall": s["wall_time"], "steps": s["steps"], "ranks": s["ranks"], "mu_sem": mu_sem,
+        "dt": float(se["dt"][-1]), "strain": s["steady"]["strain"], "frames": int(half.sum()),
+        "not_converged": s.get("cd_steps_not_converged", 0), "iterations": s["solver_iterations_total"],
+        "mu": ms(np.abs(se["stress_ratio"])), "I": ms(se["inertial_number"]), "phi": ms(se["solid_fraction"]),
+        "z": ms(se["coordination"]), "p": ms(se["pressure"]),
+    }
+
+
+def power_fit(I, y, w, sign, w_known):
+    """y = y0 + sign · c · I^e with c ≥ 0: e scanned over [0.1, 1.5], (y0, c)
+    by least squares with weights `w` (1/standard error, or ones). Returns
+    y0 and c at the best e, e, and the range of y0 (± its standard error)
+    over the exponents within Δχ² ≤ max(1, χ²_min/dof) of the best (the
+    extrapolation's uncertainty, dominated by the exponent). Needs four
+    points or more."""
+    fits = []
+    for e in np.arange(0.10, 1.5001, 0.005):
+        A = np.stack([np.ones_like(I), sign * I ** e], axis=1)
+        Aw, yw = A * w[:, None], y * w
+        coef, *_ = np.linalg.lstsq(Aw, yw, rcond=None)
+        if coef[1] < 0:
+            continue
+        r = yw - Aw @ coef
+        fits.append((float(r @ r), float(coef[0]), float(coef[1]), float(e), np.linalg.inv(Aw.T @ Aw)))
+    if not fits:
+        raise SystemExit("lab_validate: no power law with the expected sign fits the --le runs")
+    dof = max(len(y) - 3, 1)
+    best = min(fits)
+    var = max(1.0, best[0] / dof) if w_known else best[0] / dof
+    near = [f for f in fits if f[0] <= best[0] + var]
+    se = lambda f: float(np.sqrt(f[4][0, 0] * (1.0 if w_known else var)))
+    lo = min(f[1] - se(f) for f in near)
+    hi = max(f[1] + se(f) for f in near)
+    return best[1], best[2], best[3], (lo, hi), (min(f[3] for f in near), max(f[3] for f in near))
+
+
+def le_section(runs):
+    """The --le subsection: each run's steady state, the fitted laws and
+    their limits at I → 0 next to the published statements."""
+    runs = sorted(runs, key=lambda r: (r["phi"][0], -r["dt"]))
+    # A step that missed its tolerance can fling beads (the energy jumps):
+    # such runs are listed, not fitted.
+    valid = [r for r in runs if r["not_converged"] == 0]
+    I = np.array([r["I"][0] for r in valid])
+    mu = np.array([r["mu"][0] for r in valid])
+    phi = np.array([r["phi"][0] for r in valid])
+    mu_w = 1.0 / np.maximum(np.array([r["mu_sem"] for r in valid]), 1e-12)
+    L = [LE_TITLE, ""]
+    L += [f"Runs measured here: {machine()}. Each row one run of `configs/lab-shear-le-frictionless.toml` "
+          f"({runs[0]['bodies']:,} equal beads, a fully periodic cell sheared by Lees–Edwards boundaries at γ̇ = 1 /s, "
+          "no gravity, restitution 0) at the solid fraction of its pack (`scripts/py/dense_pack.py`, seed 35); "
+          "steady state over the second half of the strain, mean ± standard deviation of the frames, and the "
+          f"standard error of τ/σ_n's mean from {BLOCKS} blocks of frames (the fit's weights). A second Δt at one "
+          "solid fraction checks the time step; a run with steps that missed their tolerance is listed as not "
+          "valid and not fitted. Commands: the guide's Lab tests, \"Rigid shear at constant volume\".", ""]
+    L += ["| Φ | Δt [s] | strain | I | τ/σ_n (± standard error) | z | steps not converged | APGD iterations | wall [s] |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        if r["not_converged"]:
+            L.append(f"| {r['phi'][0]:.4f} | {r['dt']:.0e} | {r['strain']:.2f} | not valid | not valid | — | "
+                     f"{r['not_converged']} | {r['iterations']:,} | {r['wall']:.0f} |")
+            continue
+        L.append(f"| {r['phi'][0]:.4f} | {r['dt']:.0e} | {r['strain']:.2f} | {r['I'][0]:.3g} ± {r['I'][1]:.2g} | "
+                 f"{r['mu'][0]:.4f} ± {r['mu'][1]:.4f} (± {r['mu_sem']:.4f}) | {r['z'][0]:.3f} ± {r['z'][1]:.3f} | {r['not_converged']} | "
+                 f"{r['iterations']:,} | {r['wall']:.0f} |")
+    L += [""]
+    if len(valid) >= 4:
+        mu0, a, alpha, mu_range, alpha_range = power_fit(I, mu, mu_w, 1.0, True)
+        phic, b, beta, phi_range, beta_range = power_fit(I, phi, np.ones_like(phi), -1.0, False)
+        L += ["| quasi-static limit I → 0 | published | fitted here: best (range over the exponents that fit) |", "|---|---|---|",
+              f"| macroscopic friction μ* = lim τ/σ_n | [PR]: finite, independent of the pressure; μ grows as a power of I | "
+              f"{mu0:.3f} ({mu_range[0]:.3f}–{mu_range[1]:.3f}; μ = μ* + {a:.3g} I^α, α = {alpha:.2f} ({alpha_range[0]:.2f}–{alpha_range[1]:.2f})) |",
+              f"| critical solid fraction Φ_c = lim Φ | [PR]: the random close packing value (no dilatancy), "
+              f"Φ_RCP ≃ 0.639 [AR]; Φ falls as a power of I | {phic:.4f} ({phi_range[0]:.4f}–{phi_range[1]:.4f}; "
+              f"Φ = Φ_c − {b:.3g} I^β, β = {beta:.2f} ({beta_range[0]:.2f}–{beta_range[1]:.2f})) |", ""]
+    return L
+
+
+def le_subsection(report):
+    """The --le subsection already in the report (kept when the rest of
+    the section is rewritten)."""
+    text = open(report).read() if os.path.exists(report) else ""
+    m = re.search(r"^" + re.escape(LE_TITLE) + r".*?(?=^##|\Z)", text, flags=re.S | re.M)
+    return m.group(0).rstrip().split("\n") + [""] if m else []
+
+
+def replace_subsection(report, lines):
+    """Writes the --le subsection at the end of "## Lab tests" (replacing it)."""
+    text = open(report).read()
+    new = "\n".join(lines).rstrip() + "\n"
+    m = re.search(r"^" + re.escape(LE_TITLE) + r".*?(?=^##|\Z)", text, flags=re.S | re.M)
+    if not m:
+        lab = re.search(r"^## Lab tests.*?(?=^## |\Z)", text, flags=re.S | re.M)
+        if not lab:
+            raise SystemExit(f"lab_validate: {report} has no section \"## Lab tests\"")
+        text = text[:lab.end()].rstrip() + "\n\n" + new + ("\n" if lab.end() < len(text) else "") + text[lab.end():]
+    else:
+        text = text[:m.start()] + new + ("\n" if m.end() < len(text) else "") + text[m.end():]
+    with open(report, "w") as fh:
+        fh.write(text)
+
+
 def section(iso0, iso03, shear, notes):
     """The report's section: the notes (what was run), the published values
     next to the measured ones (or "not run here"), the runs' details."""
@@ -288,9 +417,21 @@ def main(argv):
     ap.add_argument("--report", default=os.path.join(ROOT, "VALIDATION.md"))
     ap.add_argument("--print", action="store_true")
     ap.add_argument("--check", metavar="OUT", help="only compare OUT's own measurements with a sum over its frame's contacts")
+    ap.add_argument("--le", nargs="+", metavar="OUT", help="constant-volume Lees–Edwards shear runs (one per solid fraction)")
     a = ap.parse_args(argv)
     if a.check:
         print(json.dumps(cross_check(a.check)))
+        return
+    if a.le:
+        runs = [le_measures(out) for out in a.le]
+        for out, r in zip(a.le, runs):
+            print(out, json.dumps(r, default=float), file=sys.stderr)
+        lines = le_section(runs)
+        if a.print:
+            print("\n".join(lines))
+        else:
+            replace_subsection(a.report, lines)
+            print("wrote", a.report)
         return
     iso0 = iso_measures(a.iso0, 4, a.margin) if a.iso0 else None
     iso03 = iso_measures(a.iso03, 2, a.margin) if a.iso03 else None
@@ -299,7 +440,7 @@ def main(argv):
         if r:
             print(name, json.dumps(r, default=float), file=sys.stderr)
     notes = open(a.notes).read().rstrip().split("\n") + [""] if a.notes else []
-    lines = section(iso0, iso03, shear, notes)
+    lines = section(iso0, iso03, shear, notes) + le_subsection(a.report)
     if a.print:
         print("\n".join(lines))
     else:
