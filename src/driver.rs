@@ -298,6 +298,14 @@ impl StepTally {
         [(RUN_STEPS_TABLE.to_string(), steps), (RUN_TOTALS_TABLE.to_string(), totals)]
     }
 
+    /// The earlier starts' solver counters (rank 0's), on every rank.
+    /// Collective.
+    fn earlier_solver_counters(&self, comm: &Comm) -> BTreeMap<u64, u64> {
+        let mut text = self.earlier_solver.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join("\n");
+        parallel::broadcast_string(comm, &mut text);
+        text.lines().filter_map(|l| l.split_once(' ')).filter_map(|(k, v)| Some((k.parse().ok()?, v.parse().ok()?))).collect()
+    }
+
     /// Takes the earlier starts' tallies from a checkpoint's tables (each
     /// rank holds a slab) to rank 0. Without them (a checkpoint from before
     /// they were kept) the tallies start at the checkpoint. Collective.
@@ -473,6 +481,8 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         solver.restore(comm, opts.restart_state.clone()).map_err(|e| RunError::Input(format!("checkpoint: {e}")))?;
         world.restore(&opts.restart_world);
         tally.adopt(&world, &opts.restart_world.history, step);
+        let earlier = tally.earlier_solver_counters(comm);
+        solver.resume_counters(&|name| earlier.get(&solver_key(name)).copied().unwrap_or(0));
     }
     let mut clock = Clock::new(scene, opts.restart, solver.adaptive());
     if opts.restart.is_none() {

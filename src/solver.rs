@@ -167,6 +167,12 @@ pub trait Solver {
         }
     }
 
+    /// The counters of the run's earlier starts (a restart), by the keys
+    /// of [`Solver::summary`]: warnings throttled on a counter continue
+    /// its sequence instead of starting it again. Every rank gets the
+    /// same values. Nothing by default.
+    fn resume_counters(&mut self, _earlier: &dyn Fn(&str) -> u64) {}
+
     /// Extra per-contact output fields of the last step, by name.
     fn contact_fields(&self, _contacts: &Contacts) -> Vec<ContactField> {
         Vec::new()

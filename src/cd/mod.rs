@@ -78,6 +78,9 @@ pub struct CdSolver {
     pub stats: CdStats,
     /// Some material has friction: three rows of B per contact.
     friction: bool,
+    /// Unconverged and too-far steps of the run's earlier starts (their
+    /// warnings go on counting from there).
+    earlier: [u64; 2],
 }
 
 impl CdSolver {
@@ -230,6 +233,10 @@ impl Solver for CdSolver {
         }
         m
     }
+
+    fn resume_counters(&mut self, earlier: &dyn Fn(&str) -> u64) {
+        self.earlier = [earlier("cd_steps_not_converged"), earlier("cd_steps_beyond_contact_distance")];
+    }
 }
 
 impl CdSolver {
@@ -265,7 +272,7 @@ impl CdSolver {
         let far = crate::parallel::max_f64(comm, if who.is_some() { far } else { 0.0 });
         let id = crate::parallel::first_id(comm, who.map(|i| bodies.id[i]));
         self.stats.beyond_distance += 1;
-        if let Some(more) = crate::logging::step_warning(self.stats.beyond_distance, "cd_steps_beyond_contact_distance") {
+        if let Some(more) = crate::logging::step_warning(self.earlier[1] + self.stats.beyond_distance, "cd_steps_beyond_contact_distance") {
             let solve = residual.map_or(String::new(), |r| format!(" (solver residual {r:e})"));
             log::warn!(
                 "step {}: body {} moved {far:.3e} m in the step{solve}, farther than contact.distance ({distance:e} m) and its own size: contacts on its way went unseen; shorten simulation.dt or raise contact.distance{more}",
@@ -369,7 +376,7 @@ impl CdSolver {
             self.stats.contact_applies += (op.applies - applies0) * nc as u64;
             if !res.converged {
                 self.stats.not_converged += 1;
-                if let Some(more) = crate::logging::step_warning(self.stats.not_converged, "cd_steps_not_converged") {
+                if let Some(more) = crate::logging::step_warning(self.earlier[0] + self.stats.not_converged, "cd_steps_not_converged") {
                     let method = set.method.resolved(self.friction);
                     let what = if self.friction { format!("{:?} friction, {method:?}", set.friction_law) } else { format!("{method:?}") }.to_lowercase();
                     log::warn!(

@@ -92,6 +92,8 @@ pub struct CompatibleCdSolver {
     warm: Option<(f64, f64, u64)>,
     /// This is rank 0 (the one that writes the solver's scalars).
     rank0: bool,
+    /// Unconverged compatibility solves of the run's earlier starts.
+    earlier_not_converged: u64,
 }
 
 /// History columns of the last dual solve: each owned body's scaled
@@ -230,6 +232,7 @@ impl Solver for CompatibleCdSolver {
         }
         self.rank0 = mpi::traits::Communicator::rank(ctx.comm) == 0;
         let stats = &mut self.stats;
+        let earlier_not_converged = self.earlier_not_converged;
         let mut warm = WarmStart::from_history(ctx.comm, history, bodies, ctx.layout.n_owned, self.warm);
         let warm = &mut warm;
         // The friction history of the step's contacts, read before the CD
@@ -273,7 +276,7 @@ impl Solver for CompatibleCdSolver {
             tangential = res.friction.take();
             if !res.converged {
                 stats.not_converged += 1;
-                if let Some(more) = crate::logging::step_warning(stats.not_converged, "compatibility_not_converged") {
+                if let Some(more) = crate::logging::step_warning(earlier_not_converged + stats.not_converged, "compatibility_not_converged") {
                     log::warn!(
                         "step {}: compatibility ({:?}) stopped after {} outer and {} inner iterations at feasibility {:e}, optimality {:e}{}{more}",
                         ctx.step,
@@ -337,6 +340,11 @@ impl Solver for CompatibleCdSolver {
             m.insert("compatibility_friction_solves".into(), self.stats.friction_solves.into());
         }
         m
+    }
+
+    fn resume_counters(&mut self, earlier: &dyn Fn(&str) -> u64) {
+        self.cd.resume_counters(earlier);
+        self.earlier_not_converged = earlier("compatibility_not_converged");
     }
 
     /// `force_compatible`: the compatible normal force (0 at steps that did
