@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """A dense random pack of equal spheres in a periodic cube, for the rigid
-shear cells of the lab (docs: "Lab tests").
+shear cells of the lab (docs: "Lab tests"), or with `--walls` in a closed
+cube (the spheres keep half the gap to its faces), the start of a
+compression that skips the slow dense gas.
 
 Rigid grains cannot be squeezed into a dense state inside a fixed periodic
 cell, so the pack is made here: centres drawn uniformly in a cube sized for
@@ -22,13 +24,15 @@ import sys
 import numpy as np
 
 
-def pairs(x, box, cut):
-    """Index pairs (i < j) closer than `cut` (minimum image), brute force in chunks."""
+def pairs(x, box, cut, periodic=True):
+    """Index pairs (i < j) closer than `cut` (minimum image when
+    `periodic`), brute force in chunks."""
     n = len(x)
     out_i, out_j = [], []
     for a in range(0, n, 512):
         d = x[a:a + 512, None, :] - x[None, :, :]
-        d -= box * np.round(d / box)
+        if periodic:
+            d -= box * np.round(d / box)
         r2 = np.einsum("ijk,ijk->ij", d, d)
         ii, jj = np.nonzero(r2 < cut * cut)
         ii += a
@@ -38,10 +42,13 @@ def pairs(x, box, cut):
     return np.concatenate(out_i), np.concatenate(out_j)
 
 
-def forces(x, box, sigma, pi, pj):
-    """Harmonic overlap energy 1/2 (1 - r/sigma)^2 per overlapping pair: energy, forces, largest overlap."""
+def forces(x, box, sigma, pi, pj, periodic=True):
+    """Harmonic overlap energy 1/2 (1 - r/sigma)^2 per overlapping pair (and
+    per sphere overlapping a face of the cube when not `periodic`):
+    energy, forces, largest overlap."""
     d = x[pi] - x[pj]
-    d -= box * np.round(d / box)
+    if periodic:
+        d -= box * np.round(d / box)
     r = np.sqrt(np.einsum("ij,ij->i", d, d))
     ov = np.maximum(0.0, 1.0 - r / sigma)
     e = 0.5 * np.sum(ov * ov)
@@ -50,24 +57,33 @@ def forces(x, box, sigma, pi, pj):
     f = np.zeros_like(x)
     np.add.at(f, pi, fij)
     np.add.at(f, pj, -fij)
-    return e, f, ov.max(initial=0.0)
+    big = ov.max(initial=0.0)
+    if not periodic:
+        # Walls at 0 and box: overlap of the sphere (radius sigma/2) over sigma.
+        lo = np.maximum(0.0, 0.5 * sigma - x) / sigma
+        hi = np.maximum(0.0, x - (box - 0.5 * sigma)) / sigma
+        e += 0.5 * np.sum(lo * lo + hi * hi)
+        f += (lo - hi) / sigma
+        big = max(big, lo.max(), hi.max())
+    return e, f, big
 
 
-def relax(x, box, sigma, tol, max_steps, log):
+def relax(x, box, sigma, tol, max_steps, log, periodic=True):
     """FIRE to a largest overlap below `tol` (relative to sigma); returns the steps taken."""
     skin = 0.3 * sigma
     dt_max, dt = 0.1 * sigma, 0.02 * sigma
     alpha0, alpha, n_pos = 0.1, 0.1, 0
     v = np.zeros_like(x)
     ref = x.copy()
-    pi, pj = pairs(x, box, sigma + skin)
+    pi, pj = pairs(x, box, sigma + skin, periodic)
     for step in range(max_steps):
         shift = x - ref
-        shift -= box * np.round(shift / box)
+        if periodic:
+            shift -= box * np.round(shift / box)
         if np.max(np.einsum("ij,ij->i", shift, shift)) > (0.5 * skin) ** 2:
             ref = x.copy()
-            pi, pj = pairs(x, box, sigma + skin)
-        e, f, ov = forces(x, box, sigma, pi, pj)
+            pi, pj = pairs(x, box, sigma + skin, periodic)
+        e, f, ov = forces(x, box, sigma, pi, pj, periodic)
         if ov < tol:
             return step
         if step % 500 == 0:
@@ -86,7 +102,8 @@ def relax(x, box, sigma, tol, max_steps, log):
             alpha, n_pos = alpha0, 0
         v += dt * f
         x += dt * v
-        x %= box
+        if periodic:
+            x %= box
     raise SystemExit(f"dense_pack: no overlap-free pack after {max_steps} FIRE steps (largest overlap {ov:.3e} of a diameter): "
                      "the solid fraction is above what this quench can reach; lower --phi")
 
@@ -99,6 +116,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--gap", type=float, default=1e-4, help="least surface gap, in diameters (default 1e-4)")
     ap.add_argument("--shear-rate", type=float, default=0.0, help="v_x = rate (z - L/2) (1/s)")
+    ap.add_argument("--walls", action="store_true", help="a closed cube (walls at 0 and L on every axis) instead of a periodic one")
     ap.add_argument("--max-steps", type=int, default=200000)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
@@ -109,19 +127,21 @@ def main():
     rng = np.random.default_rng(a.seed)
     # Work in units of the diameter; relax with the diameter enlarged by the gap.
     L = box / d
+    periodic = not a.walls
     x = rng.uniform(0.0, L, size=(a.count, 3))
     log = lambda s: print(s, file=sys.stderr)
-    log(f"dense_pack: {a.count} spheres, phi = {a.phi}, periodic cube L = {box:.6g} m ({L:.4f} diameters)")
-    steps = relax(x, L, 1.0 + a.gap, 1e-9, a.max_steps, log)
-    pi, pj = pairs(x, L, 1.0 + a.gap)
+    log(f"dense_pack: {a.count} spheres, phi = {a.phi}, {'periodic' if periodic else 'walled'} cube L = {box:.6g} m ({L:.4f} diameters)")
+    steps = relax(x, L, 1.0 + a.gap, 1e-9, a.max_steps, log, periodic)
+    pi, pj = pairs(x, L, 1.5 * (1.0 + a.gap), periodic)
     dd = x[pi] - x[pj]
-    dd -= L * np.round(dd / L)
+    if periodic:
+        dd -= L * np.round(dd / L)
     rmin = np.sqrt(np.einsum("ij,ij->i", dd, dd)).min(initial=np.inf) if len(pi) else np.inf
     log(f"dense_pack: relaxed in {steps} FIRE steps; least centre distance {rmin:.8f} diameters")
     x *= d
     vx = a.shear_rate * (x[:, 2] - 0.5 * box)
     with open(a.out, "w") as fh:
-        fh.write(f"# {a.count} spheres of radius {a.radius} m, phi = {a.phi}, periodic cube [0, {box!r}]^3, seed {a.seed}, "
+        fh.write(f"# {a.count} spheres of radius {a.radius} m, phi = {a.phi}, {'periodic' if periodic else 'walled'} cube [0, {box!r}]^3, seed {a.seed}, "
                  f"v_x = {a.shear_rate} (z - L/2)\n")
         fh.write("x,y,z,vx\n")
         for p, u in zip(x, vx):
