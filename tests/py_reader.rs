@@ -231,7 +231,8 @@ fn lab_validate_q6_of_an_fcc_lattice_is_the_crystals() {
 
 /// scripts/py/dense_pack.py: 300 equal spheres in a periodic cube at Φ =
 /// 0.55 keep their least surface gap (periodic images included) and fill
-/// the cube the solid fraction asks for; and lab_validate.py's power-law
+/// the cube the solid fraction asks for, and in a closed cube keep half of
+/// it to the faces; and lab_validate.py's power-law
 /// fit recovers y = y0 + c I^e from exact points.
 #[test]
 fn dense_pack_is_overlap_free_and_the_rheology_fit_recovers_its_law() {
@@ -251,6 +252,16 @@ fn dense_pack_is_overlap_free_and_the_rheology_fit_recovers_its_law() {
     assert_eq!(v[0], 300.0);
     assert!(v[1] >= 0.002 * (1.0 + 1e-3) * (1.0 - 1e-9), "least centre distance {} m", v[1]);
     assert!(v[2] >= 0.0 && v[3] < side, "centres outside the cell: {out}");
+    // With --walls: a closed cube, every sphere half the gap inside its faces.
+    let side: f64 = python_ok(&py, &[root().join("scripts/py/dense_pack.py").to_str().unwrap(), "--count", "300", "--radius", "0.001", "--phi", "0.45", "--seed", "3", "--gap", "1e-3", "--walls", "--out", csv.to_str().unwrap()]).trim().parse().unwrap();
+    let code = "import sys, numpy as np\n\
+                x = np.loadtxt(sys.argv[1], delimiter=',', skiprows=2)[:, :3]; L = float(sys.argv[2])\n\
+                d = x[:, None, :] - x[None, :, :]; r = np.sqrt((d ** 2).sum(-1)); np.fill_diagonal(r, np.inf)\n\
+                print(float(r.min()), float(x.min()), float(L - x.max()))";
+    let v: Vec<f64> = python_ok(&py, &["-c", code, csv.to_str().unwrap(), &format!("{side:?}")]).split_whitespace().map(|s| s.parse().unwrap()).collect();
+    assert!(v[0] >= 0.002 * (1.0 + 1e-3) * (1.0 - 1e-9), "least centre distance {} m", v[0]);
+    let face = 0.001 * (1.0 + 1e-3) * (1.0 - 1e-9);
+    assert!(v[1] >= face && v[2] >= face, "a sphere closer to a face than radius + gap/2: {v:?}");
     let code = "import sys, numpy as np; sys.path.insert(0, sys.argv[1]); import lab_validate as L\n\
                 I = np.array([0.005, 0.01, 0.03, 0.08, 0.16]); y = 0.1 + 0.4 * I ** 0.4\n\
                 y0, c, e, r, er = L.power_fit(I, y, np.ones_like(I) / 1e-3, 1.0, True)\n\
