@@ -229,6 +229,22 @@ fn lab_validate_q6_of_an_fcc_lattice_is_the_crystals() {
     assert!((got - 0.57452).abs() < 1e-5, "q6 of FCC: {got}");
 }
 
+/// lab_validate.py's volume of spheres inside a box: a whole sphere, one
+/// centred on a face (half), one centred on an edge (a quarter) and one on
+/// a corner (an eighth), to the sampling error of its 20,000 points.
+#[test]
+fn lab_validate_volume_inside_a_box_cuts_spheres_at_its_faces() {
+    let Some(py) = venv_python("h5py, numpy") else { return };
+    let code = "import sys, numpy as np; sys.path.insert(0, sys.argv[1]); import lab_validate as L\n\
+                v = 4 / 3 * np.pi\n\
+                for p in ([5, 5, 5], [0, 5, 5], [0, 0, 5], [0, 0, 0]):\n\
+                \x20   print(L.volume_inside(np.array([p], float), np.array([1.0]), np.zeros(3), np.full(3, 10.0)) / v)";
+    let got: Vec<f64> = python_ok(&py, &["-c", code, root().join("scripts/py").to_str().unwrap()]).split_whitespace().map(|s| s.parse().unwrap()).collect();
+    for (g, want) in got.iter().zip([1.0, 0.5, 0.25, 0.125]) {
+        assert!((g - want).abs() < 0.01, "share inside {g}, not {want}: {got:?}");
+    }
+}
+
 /// scripts/py/dense_pack.py: 300 equal spheres in a periodic cube at Φ =
 /// 0.55 keep their least surface gap (periodic images included) and fill
 /// the cube the solid fraction asks for, and in a closed cube keep half of

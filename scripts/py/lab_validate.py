@@ -15,6 +15,8 @@ frame, summary.json `measures`), the pack is measured again from the last
 frame of frames.h5 in a core box, the walls' cell shrunk by `--margin`
 diameters on each side: walls order the first layers of beads and lower
 the solid fraction next to them, while the papers' packs are periodic.
+The core's solid fraction is the volume of the spheres inside it (cut
+spheres by their share inside), not of the spheres whose centres are.
 The backbone is found over the whole pack (rattlers: fewer force-carrying
 contacts than the config's `measure.rattler_contacts`, removed until none
 is left) and its coordination averaged over the backbone beads of the
@@ -120,6 +122,32 @@ def q6_mean(pos, d, inside):
     return float(np.mean(q6)) if q6 else float("nan")
 
 
+# Points filling the unit ball evenly (a fixed draw): the share of a
+# sphere inside a box.
+_BALL = np.random.default_rng(12345).normal(size=(20000, 3))
+_BALL *= (np.random.default_rng(54321).uniform(0.0, 1.0, len(_BALL)) ** (1.0 / 3.0) / np.linalg.norm(_BALL, axis=1))[:, None]
+
+
+def volume_inside(pos, rad, lo, hi):
+    """The volume of the spheres inside the box [lo, hi): whole spheres
+    exactly, those cut by a face by the share of 20,000 fixed points of the
+    ball inside it. Counting the spheres whose centres lie inside instead
+    is biased near walls, whose layers of beads put density peaks just
+    inside a core box's faces (2 diameters from the walls: +0.025 on a
+    compressed pack at Φ ≈ 0.63)."""
+    total = 0.0
+    for p, r in zip(pos, rad):
+        if np.any(p - r >= hi) or np.any(p + r < lo):
+            continue
+        v = 4.0 / 3.0 * np.pi * r ** 3
+        if np.all(p - r >= lo) and np.all(p + r < hi):
+            total += v
+        else:
+            q = p + r * _BALL
+            total += v * np.mean(np.all((q >= lo) & (q < hi), axis=1))
+    return total
+
+
 def iso_measures(out, k, margin):
     """The run's measures, and Φ, z* recomputed over the core."""
     s = summary(out)
@@ -140,7 +168,7 @@ def iso_measures(out, k, margin):
         olo = np.where([(o >> a) & 1 for a in range(3)], mid, clo)
         ohi = np.where([(o >> a) & 1 for a in range(3)], chi, mid)
         inside = np.all((pos >= olo) & (pos < ohi), axis=1)
-        phi = (4.0 / 3.0 * np.pi * rad[inside] ** 3).sum() / np.prod(ohi - olo)
+        phi = volume_inside(pos, rad, olo, ohi) / np.prod(ohi - olo)
         bb = [ends[int(i)] for i in ids[inside] if int(i) in ends]
         octs.append((phi, sum(bb), len(bb), inside.sum()))
     octs = np.array(octs, dtype=float)
