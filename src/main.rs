@@ -75,6 +75,14 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Check { config, set } => match load(&world, &config, &set) {
                 Ok(scene) => match startup::memory_check(&world, &scene, &config.display().to_string()) {
+                    // The start-up reads the body files; `check` makes sure they open.
+                    Ok(_) if unreadable_body_file(&scene).is_some() => {
+                        if world.rank() == 0 {
+                            let (k, path, e) = unreadable_body_file(&scene).expect("checked above");
+                            eprintln!("{}: generate[{k}].file: {}: cannot open: {e}", config.display(), path.display());
+                        }
+                        2
+                    }
                     Ok(mem) => {
                         if world.rank() == 0 {
                             println!("{}: ok", config.display());
@@ -228,4 +236,13 @@ fn load(world: &parallel::Comm, path: &std::path::Path, set: &[String]) -> Resul
             Err(2)
         }
     }
+}
+
+/// The first body file of `scene` that cannot be opened: its `[[generate]]`
+/// index (one source per entry), path and why.
+fn unreadable_body_file(scene: &stiffgrain::scene::Scene) -> Option<(usize, PathBuf, std::io::Error)> {
+    scene.sources.iter().enumerate().find_map(|(k, s)| match &s.kind {
+        stiffgrain::scene::sources::SourceKind::File { path, .. } => std::fs::File::open(path).err().map(|e| (k, path.clone(), e)),
+        _ => None,
+    })
 }

@@ -95,6 +95,27 @@ fn missing_mesh_file() {
     expect_error(&text, &[], "shape[1].file");
 }
 
+/// `check` opens the body files that the start-up would read: a missing
+/// one is one line naming the config, the key and the file, exit status 2.
+#[test]
+fn check_reports_a_missing_body_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("scene.toml");
+    let text = format!("{GOOD}\n[[generate]]\nkind = \"file\"\nfile = \"no-such-pack.csv\"\nshape = \"ball\"\n");
+    std::fs::write(&cfg, text.replace("OUTDIR", &dir.path().join("out").display().to_string())).unwrap();
+    let o = Command::new(common::stiffgrain())
+        .args(["check", cfg.to_str().unwrap()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("scene.toml: generate[0].file:") && lines[0].contains("no-such-pack.csv"), "{}", lines[0]);
+}
+
 #[test]
 fn empty_scene() {
     let text = GOOD.split("[[body]]").next().unwrap().to_string() + "\n[output]\ndir = \"OUTDIR\"\n";
