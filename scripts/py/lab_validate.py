@@ -133,8 +133,8 @@ def volume_inside(pos, rad, lo, hi):
     exactly, those cut by a face by the share of 20,000 fixed points of the
     ball inside it. Counting the spheres whose centres lie inside instead
     is biased near walls, whose layers of beads put density peaks just
-    inside a core box's faces (2 diameters from the walls: +0.025 on a
-    compressed pack at Φ ≈ 0.63)."""
+    inside a core box's faces (2 diameters from the walls: +0.024 on the
+    pack of configs/lab-compression-dense-frictionless.toml)."""
     total = 0.0
     for p, r in zip(pos, rad):
         if np.any(p - r >= hi) or np.any(p + r < lo):
