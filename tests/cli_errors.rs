@@ -57,6 +57,20 @@ fn run_bad(dir: &Path, text: &str, extra: &[&str], np: Option<usize>) -> (Option
     (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
+/// `stiffgrain check` on `text` (OUTDIR a fresh directory's `out`) written
+/// as `name` in a temporary directory.
+fn check_scene(name: &str, text: &str) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join(name);
+    std::fs::write(&cfg, text.replace("OUTDIR", &dir.path().join("out").display().to_string())).unwrap();
+    Command::new(common::stiffgrain())
+        .args(["check", cfg.to_str().unwrap()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap()
+}
+
 fn expect_error(text: &str, extra: &[&str], key: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (code, stderr) = run_bad(dir.path(), text, extra, None);
@@ -99,16 +113,8 @@ fn missing_mesh_file() {
 /// one is one line naming the config, the key and the file, exit status 2.
 #[test]
 fn check_reports_a_missing_body_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("scene.toml");
     let text = format!("{GOOD}\n[[generate]]\nkind = \"file\"\nfile = \"no-such-pack.csv\"\nshape = \"ball\"\n");
-    std::fs::write(&cfg, text.replace("OUTDIR", &dir.path().join("out").display().to_string())).unwrap();
-    let o = Command::new(common::stiffgrain())
-        .args(["check", cfg.to_str().unwrap()])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .unwrap();
+    let o = check_scene("scene.toml", &text);
     let stderr = String::from_utf8_lossy(&o.stderr);
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(o.status.code(), Some(2), "{stderr}");
@@ -244,15 +250,7 @@ fn a_usage_error_under_mpirun_is_printed_once() {
 
 #[test]
 fn check_prints_summary() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("ok.toml");
-    std::fs::write(&cfg, GOOD.replace("OUTDIR", &dir.path().join("out").display().to_string())).unwrap();
-    let o = Command::new(common::stiffgrain())
-        .args(["check", cfg.to_str().unwrap()])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .unwrap();
+    let o = check_scene("ok.toml", GOOD);
     let s = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{s}{}", String::from_utf8_lossy(&o.stderr));
     assert!(s.contains("bodies       2"), "{s}");
@@ -287,16 +285,7 @@ fn load_errors() {
 
 #[test]
 fn check_summarises_loads() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("ok.toml");
-    let text = with_load("body = 1\nforce = [2.0, 0.0, 0.0]\npoint = [0.0, 0.0, 0.5]\nt_ramp_end = 0.8");
-    std::fs::write(&cfg, text.replace("OUTDIR", &dir.path().join("out").display().to_string())).unwrap();
-    let o = Command::new(common::stiffgrain())
-        .args(["check", cfg.to_str().unwrap()])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .unwrap();
+    let o = check_scene("ok.toml", &with_load("body = 1\nforce = [2.0, 0.0, 0.0]\npoint = [0.0, 0.0, 0.5]\nt_ramp_end = 0.8"));
     let s = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{s}{}", String::from_utf8_lossy(&o.stderr));
     assert!(s.contains("loads        1"), "{s}");
