@@ -74,23 +74,22 @@ fn main() -> ExitCode {
         logging::init(world.rank(), cli.verbose);
         match cli.command {
             Command::Check { config, set } => match load(&world, &config, &set) {
-                Ok(scene) => match startup::memory_check(&world, &scene, &config.display().to_string()) {
-                    // The start-up reads the body files; `check` makes sure they open.
-                    Ok(_) if unreadable_body_file(&scene).is_some() => {
+                // The start-up reads the body files; `check` makes sure they open.
+                Ok(scene) => match (startup::memory_check(&world, &scene, &config.display().to_string()), unreadable_body_file(&scene)) {
+                    (Ok(_), Some((k, path, e))) => {
                         if world.rank() == 0 {
-                            let (k, path, e) = unreadable_body_file(&scene).expect("checked above");
                             eprintln!("{}: generate[{k}].file: {}: cannot open: {e}", config.display(), path.display());
                         }
                         2
                     }
-                    Ok(mem) => {
+                    (Ok(mem), None) => {
                         if world.rank() == 0 {
                             println!("{}: ok", config.display());
                             println!("{}", config::summary(&scene, &mem));
                         }
                         0
                     }
-                    Err(e) => report(&world, e),
+                    (Err(e), _) => report(&world, e),
                 },
                 Err(code) => code,
             },
