@@ -5,7 +5,7 @@
 //! penetration floor). Also the rule for mesh pairs detected closed.
 use crate::body::{Bodies, Shape};
 use crate::contact::{BodyDepths, ContactKey, WALL_ID_BASE};
-use crate::parallel::exchange::forward_values;
+use crate::parallel::exchange::forward_displacements;
 use crate::parallel::records::{ask_all, send_to, FlatRecords};
 use crate::parallel::{self, Comm};
 use crate::world::World;
@@ -71,10 +71,10 @@ pub fn displacements(world: &World, start: &Bodies) -> Vec<f64> {
 }
 
 /// [`displacements`] of the owned bodies with those of the ghosts (from
-/// their owners), by body id; bodies not named take the largest of all,
-/// `largest`. Collective.
-pub fn step_displacements(world: &World, owned: &[f64], largest: f64) -> BodyDepths {
-    let ghosts = forward_values(world.comm(), world.layout(), owned, 1);
+/// their owners; a Lees–Edwards image's with its drift over `dt`), by body
+/// id; bodies not named take the largest of all, `largest`. Collective.
+pub fn step_displacements(world: &World, owned: &[f64], largest: f64, dt: f64) -> BodyDepths {
+    let ghosts = forward_displacements(world.comm(), world.layout(), owned, dt);
     let by_id = world.bodies().id.iter().copied().zip(owned.iter().chain(&ghosts).copied()).collect();
     BodyDepths { by_id, default: largest }
 }

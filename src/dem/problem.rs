@@ -10,7 +10,7 @@ use super::rigid::{self, Newmark, RigidState};
 use crate::body::dof_free;
 use crate::body::Bodies;
 use crate::contact::WALL_INDEX;
-use crate::parallel::exchange::forward_values;
+use crate::parallel::exchange::forward_increments;
 use crate::parallel::{self};
 use crate::petsc::{self, InsertMode, Mat, PetscInt, Snes, Vector};
 use crate::solver::{SolverError, StepContext};
@@ -99,10 +99,11 @@ impl Problem<'_> {
         self.gaps.borrow()
     }
 
-    /// Increments of every local body (owned from `x`, ghosts forwarded).
+    /// Increments of every local body (owned from `x`, ghosts forwarded,
+    /// a Lees–Edwards image's with its drift over the step).
     pub(super) fn local_increments(&self, x: &Vector) -> Result<Vec<f64>, EvalError> {
         let owned: Vec<f64> = x.view()?.to_vec();
-        let ghosts = forward_values(self.ctx.comm, self.ctx.layout, &owned, 6);
+        let ghosts = forward_increments(self.ctx.comm, self.ctx.layout, &owned, self.dt);
         let mut all = owned;
         all.extend(ghosts);
         Ok(all)

@@ -167,10 +167,40 @@ fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout, time: f64) -> (Fla
 /// layout's ghost plan; collective. The DEM uses it for the ghosts'
 /// incremental DOFs at every residual evaluation.
 pub fn forward_values(comm: &Comm, layout: &Layout, owned: &[f64], width: usize) -> Vec<f64> {
+    forward_with(comm, layout, owned, width, |_, _| {})
+}
+
+/// [`forward_values`] of the 6 increments (translation, rotation) per body
+/// over a step of `dt`: a Lees–Edwards image also drifts along the flow
+/// axis at its speed, so its increment is the owner's plus that drift.
+pub fn forward_increments(comm: &Comm, layout: &Layout, owned: &[f64], dt: f64) -> Vec<f64> {
+    let shear = layout.shear;
+    forward_with(comm, layout, owned, 6, |row, periods| {
+        if let (Some((flow, speed, _)), true) = (shear, periods != 0) {
+            row[flow] += periods as f64 * speed * dt;
+        }
+    })
+}
+
+/// [`forward_values`] of one displacement length per body over a step of
+/// `dt`: a Lees–Edwards image's also counts its drift.
+pub fn forward_displacements(comm: &Comm, layout: &Layout, owned: &[f64], dt: f64) -> Vec<f64> {
+    let shear = layout.shear;
+    forward_with(comm, layout, owned, 1, |row, periods| {
+        if let Some((_, speed, _)) = shear {
+            row[0] += (periods as f64 * speed * dt).abs();
+        }
+    })
+}
+
+fn forward_with(comm: &Comm, layout: &Layout, owned: &[f64], width: usize, image: impl Fn(&mut [f64], i32)) -> Vec<f64> {
     let mut recs = FlatRecords::new(0, width);
     let dest: Vec<usize> = layout.sends.iter().map(|&(r, _, _, _)| r).collect();
-    for &(_, i, _, _) in &layout.sends {
-        recs.push(layout.global_index[i], &[], &owned[width * i..width * (i + 1)]);
+    let mut row = vec![0.0; width];
+    for &(_, i, _, periods) in &layout.sends {
+        row.copy_from_slice(&owned[width * i..width * (i + 1)]);
+        image(&mut row, periods);
+        recs.push(layout.global_index[i], &[], &row);
     }
     let got = send_to(comm, &recs, &dest);
     assert_eq!(got.len(), layout.global_index.len() - layout.n_owned, "ghost lists changed without borders()");

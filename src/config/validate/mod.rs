@@ -79,9 +79,6 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<(Scene, Vec
     let owned = solvers::owned(&c, &cfg, &simulation, &contact, &start)?;
     let loads = checks::loads(&c, &cfg.load, &simulation, &bodies, &sources)?;
     let periodic = checks::periodic(&c, &cfg.parallel, &bodies, &shapes, &contact, &sources)?;
-    if periodic.as_ref().is_some_and(|p| p.shear.is_some()) && simulation.solver == crate::scene::SolverKind::Dem {
-        return Err(c.err("parallel.lees_edwards", "is not supported by solver \"dem\" (use cd or compatible-cd)"));
-    }
     let measure = measure(&c, &cfg.measure, simulation.dim)?;
     let ignored = ignored::ignored(&c, &cfg, &config_text);
     let scene = Scene {
