@@ -261,16 +261,52 @@ def cross_check(out):
 
 BLOCKS = 5
 LE_TITLE = "### Simple shear of rigid frictionless beads at constant volume (Lees–Edwards, cd)"
+LE_TITLE_FRICTION = "### Simple shear of rigid frictional beads (μ = {mu:g}) at constant volume (Lees–Edwards, cd and dem)"
+# A run with more of its steps than this share missing their tolerance is
+# not fitted (a step that missed can fling beads: the energy jumps).
+MISSED_SHARE = 0.01
+
+
+def le_title(mu):
+    return LE_TITLE if mu == 0.0 else LE_TITLE_FRICTION.format(mu=mu)
+
+
+def run_config(out):
+    """The run's effective configuration (frames.h5 /meta, attribute config)."""
+    import tomllib
+    with h5py.File(os.path.join(out, "frames.h5"), "r") as f:
+        return tomllib.loads(f["meta"].attrs["config"])
+
+
+def steady_gap(out, half_from):
+    """Mean gap of the force-carrying contacts over the frames from time
+    `half_from` on, and the mean diameter (a DEM's grains act as rigid
+    spheres of the diameter plus the gap their barrier holds)."""
+    gaps, d = [], None
+    with h5py.File(os.path.join(out, "frames.h5"), "r") as f:
+        for key in sorted(f["frames"]):
+            g = f["frames"][key]
+            if float(g.attrs["time"]) < half_from:
+                continue
+            f_n, gap = g["contacts"]["force_normal"][()], g["contacts"]["gap"][()]
+            gaps.append(gap[f_n > FORCE_CARRYING * (np.abs(f_n).max() if len(f_n) else 0.0)])
+            d = 2.0 * float(np.mean(g["bodies"]["radius"][()]))
+    gaps = np.concatenate(gaps) if gaps else np.zeros(0)
+    return (float(gaps.mean()) if len(gaps) else 0.0), d
 
 
 def le_measures(out):
     """A constant-volume Lees–Edwards run's steady state, the second half of
     its strain (as summary.json `steady`): mean and standard deviation of
-    |τ/σ_n|, I, Φ and z over those frames."""
+    |τ/σ_n|, I, Φ and z over those frames; its friction and solver, and
+    for the DEM the solid fraction of the rigid spheres its grains act as."""
     s = summary(out)
     se = series(out)
     t = se["time"]
     half = t >= 0.5 * t[-1]
+    cfg = run_config(out)
+    solver = cfg["simulation"]["solver"]
+    friction = max(float(m.get("friction", 0.0)) for m in cfg["material"])
     ms = lambda v: (float(np.mean(v[half])), float(np.std(v[half])))
     # Standard error of the mean from BLOCKS consecutive blocks of frames
     # (successive frames are correlated).
@@ -279,10 +315,21 @@ def le_measures(out):
     return {
         "bodies": s["bodies"], "wall": s["wall_time"], "steps": s["steps"], "ranks": s["ranks"], "mu_sem": mu_sem,
         "dt": float(se["dt"][-1]), "strain": s["steady"]["strain"], "frames": int(half.sum()),
-        "not_converged": s.get("cd_steps_not_converged", 0), "iterations": s["solver_iterations_total"],
+        "iterations": s["solver_iterations_total"],
         "mu": ms(np.abs(se["stress_ratio"])), "I": ms(se["inertial_number"]), "phi": ms(se["solid_fraction"]),
-        "z": ms(se["coordination"]), "p": ms(se["pressure"]),
+        "z": ms(se["coordination"]), "p": ms(se["pressure"]), "solver": solver, "friction": friction,
+        "not_converged": s.get("cd_steps_not_converged", 0) if solver != "dem" else 0,
+        **dem_extras(out, s, se, half, solver),
     }
+
+
+def dem_extras(out, s, se, half, solver):
+    if solver != "dem":
+        return {}
+    gap, d = steady_gap(out, 0.5 * se["time"][-1])
+    phi = float(np.mean(se["solid_fraction"][half]))
+    return {"gap": gap / d, "phi_eff": phi * (1.0 + gap / d) ** 3, "newton": s["solver_iterations_total"],
+            "dt_mean": s["time"] / s["steps"]}
 
 
 def power_fit(I, y, w, sign, w_known):
@@ -313,29 +360,44 @@ def power_fit(I, y, w, sign, w_known):
     return best[1], best[2], best[3], (lo, hi), (min(f[3] for f in near), max(f[3] for f in near))
 
 
+def le_fits(runs):
+    """μ(I) and Φ(I) fitted to the valid cd runs: (μ*, a, α, range, α range)
+    and (Φ_c, b, β, range, β range), or None with fewer than four."""
+    if len(runs) < 4:
+        return None
+    I = np.array([r["I"][0] for r in runs])
+    mu = np.array([r["mu"][0] for r in runs])
+    phi = np.array([r["phi"][0] for r in runs])
+    mu_w = 1.0 / np.maximum(np.array([r["mu_sem"] for r in runs]), 1e-12)
+    return power_fit(I, mu, mu_w, 1.0, True), power_fit(I, phi, np.ones_like(phi), -1.0, False)
+
+
+def valid(r):
+    return r["not_converged"] <= MISSED_SHARE * r["steps"]
+
+
 def le_section(runs):
-    """The --le subsection: each run's steady state, the fitted laws and
-    their limits at I → 0 next to the published statements."""
-    runs = sorted(runs, key=lambda r: (r["phi"][0], -r["dt"]))
-    # A step that missed its tolerance can fling beads (the energy jumps):
-    # such runs are listed, not fitted.
-    valid = [r for r in runs if r["not_converged"] == 0]
-    I = np.array([r["I"][0] for r in valid])
-    mu = np.array([r["mu"][0] for r in valid])
-    phi = np.array([r["phi"][0] for r in valid])
-    mu_w = 1.0 / np.maximum(np.array([r["mu_sem"] for r in valid]), 1e-12)
-    L = [LE_TITLE, ""]
-    L += [f"Runs measured here: {machine()}. Each row one run of `configs/lab-shear-le-frictionless.toml` "
+    """The --le subsection of one friction coefficient: each cd run's steady
+    state, the fitted laws and their limits at I → 0 next to the published
+    statements, and the implicit DEM's runs on the same cell side by side."""
+    mu_p = runs[0]["friction"]
+    dem = sorted((r for r in runs if r["solver"] == "dem"), key=lambda r: r["phi"][0])
+    runs = sorted((r for r in runs if r["solver"] != "dem"), key=lambda r: (r["phi"][0], -r["dt"]))
+    fitted = [r for r in runs if valid(r)]
+    config = "configs/lab-shear-le-frictionless.toml" if mu_p == 0.0 else "configs/lab-shear-le-mu05.toml"
+    L = [le_title(mu_p), ""]
+    L += [f"Runs measured here: {machine()}. Each row one run of `{config}` "
           f"({runs[0]['bodies']:,} equal beads, a fully periodic cell sheared by Lees–Edwards boundaries at γ̇ = 1 /s, "
-          "no gravity, restitution 0) at the solid fraction of its pack (`scripts/py/dense_pack.py`, seed 35); "
-          "steady state over the second half of the strain, mean ± standard deviation of the frames, and the "
-          f"standard error of τ/σ_n's mean from {BLOCKS} blocks of frames (the fit's weights). A second Δt at one "
-          "solid fraction checks the time step; a run with steps that missed their tolerance is listed as not "
-          "valid and not fitted. Commands: the guide's Lab tests, \"Rigid shear at constant volume\".", ""]
-    L += ["| Φ | Δt [s] | strain | I | τ/σ_n (± standard error) | z | steps not converged | APGD iterations | wall [s] |",
+          f"no gravity, restitution 0{'' if mu_p == 0.0 else f', friction μ = {mu_p:g}'}) at the solid fraction of its pack "
+          "(`scripts/py/dense_pack.py`, seed 35); steady state over the second half of the strain, mean ± standard "
+          f"deviation of the frames, and the standard error of τ/σ_n's mean from {BLOCKS} blocks of frames (the fit's "
+          "weights). A second Δt at one solid fraction checks the time step; a run with more than "
+          f"{MISSED_SHARE:.0%} of its steps missing their tolerance is listed as not valid and not fitted. "
+          "Commands: the guide's Lab tests, \"Rigid shear at constant volume\".", ""]
+    L += ["| Φ | Δt [s] | strain | I | τ/σ_n (± standard error) | z | steps not converged | solver iterations | wall [s] |",
           "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
-        if r["not_converged"]:
+        if not valid(r):
             L.append(f"| {r['phi'][0]:.4f} | {r['dt']:.0e} | {r['strain']:.2f} | not valid | not valid | — | "
                      f"{r['not_converged']} | {r['iterations']:,} | {r['wall']:.0f} |")
             continue
@@ -343,31 +405,60 @@ def le_section(runs):
                  f"{r['mu'][0]:.4f} ± {r['mu'][1]:.4f} (± {r['mu_sem']:.4f}) | {r['z'][0]:.3f} ± {r['z'][1]:.3f} | {r['not_converged']} | "
                  f"{r['iterations']:,} | {r['wall']:.0f} |")
     L += [""]
-    if len(valid) >= 4:
-        mu0, a, alpha, mu_range, alpha_range = power_fit(I, mu, mu_w, 1.0, True)
-        phic, b, beta, phi_range, beta_range = power_fit(I, phi, np.ones_like(phi), -1.0, False)
+    fits = le_fits(fitted)
+    if fits:
+        (mu0, a, alpha, mu_range, alpha_range), (phic, b, beta, phi_range, beta_range) = fits
+        if mu_p == 0.0:
+            pub_mu = "[PR]: finite, independent of the pressure; μ grows as a power of I"
+            pub_phi = "[PR]: the random close packing value (no dilatancy), Φ_RCP ≃ 0.639 [AR]; Φ falls as a power of I"
+        else:
+            pub_mu = "larger than the frictionless beads' (the subsection above); μ grows as a power of I"
+            pub_phi = ("[S]: the jamming fraction of frictional spheres falls with μ from random close packing (0.639 [AR]) "
+                       "towards random loose packing (0.555 [OL]): dilatancy Φ_RCP − Φ_c > 0")
         L += ["| quasi-static limit I → 0 | published | fitted here: best (range over the exponents that fit) |", "|---|---|---|",
-              f"| macroscopic friction μ* = lim τ/σ_n | [PR]: finite, independent of the pressure; μ grows as a power of I | "
+              f"| macroscopic friction μ* = lim τ/σ_n | {pub_mu} | "
               f"{mu0:.3f} ({mu_range[0]:.3f}–{mu_range[1]:.3f}; μ = μ* + {a:.3g} I^α, α = {alpha:.2f} ({alpha_range[0]:.2f}–{alpha_range[1]:.2f})) |",
-              f"| critical solid fraction Φ_c = lim Φ | [PR]: the random close packing value (no dilatancy), "
-              f"Φ_RCP ≃ 0.639 [AR]; Φ falls as a power of I | {phic:.4f} ({phi_range[0]:.4f}–{phi_range[1]:.4f}; "
+              f"| critical solid fraction Φ_c = lim Φ | {pub_phi} | {phic:.4f} ({phi_range[0]:.4f}–{phi_range[1]:.4f}; "
               f"Φ = Φ_c − {b:.3g} I^β, β = {beta:.2f} ({beta_range[0]:.2f}–{beta_range[1]:.2f})) |", ""]
+        if mu_p != 0.0:
+            L += [f"References: [S] L. E. Silbert, Jamming of frictional spheres and random loose packing, Soft Matter 6, "
+                   "2918 (2010); [OL] G. Y. Onoda and E. G. Liniger, Random loose packings of uniform spheres and the "
+                   "dilatancy onset, Phys. Rev. Lett. 64, 2727 (1990).", ""]
+    if dem:
+        L += ["**The implicit DEM on the same cell.** The same beads, friction and shear under `solver = \"dem\"` "
+              "(`configs/lab-shear-le-mu05-dem.toml`). Its barrier holds the force-carrying contacts at a gap g, so its "
+              "grains act as rigid spheres of diameter d + g: their solid fraction is Φ (1 + g/d)³. The rheology is "
+              "compared at the DEM's own inertial number, with cd's fitted laws there.", "",
+              "| solver | Φ | gap g of the force-carrying contacts [d] | Φ (1 + g/d)³ | I | τ/σ_n | z | mean Δt [s] | Newton iterations | wall [s] |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in dem:
+            L.append(f"| dem | {r['phi'][0]:.4f} | {r['gap']:.2e} | {r['phi_eff']:.4f} | {r['I'][0]:.3g} ± {r['I'][1]:.2g} | "
+                     f"{r['mu'][0]:.4f} ± {r['mu'][1]:.4f} (± {r['mu_sem']:.4f}) | {r['z'][0]:.3f} ± {r['z'][1]:.3f} | "
+                     f"{r['dt_mean']:.2e} | {r['newton']:,} | {r['wall']:.0f} |")
+            if fits:
+                I = r["I"][0]
+                L.append(f"| cd's laws at this I | — | 0 (rigid) | {phic - b * I ** beta:.4f} | {I:.3g} | "
+                         f"{mu0 + a * I ** alpha:.4f} | — | — | — | — |")
+        L += [""]
     return L
 
 
+LE_ANY = r"^### Simple shear of rigid .*?(?=^##|\Z)"
+
+
 def le_subsection(report):
-    """The --le subsection already in the report (kept when the rest of
+    """The --le subsections already in the report (kept when the rest of
     the section is rewritten)."""
     text = open(report).read() if os.path.exists(report) else ""
-    m = re.search(r"^" + re.escape(LE_TITLE) + r".*?(?=^##|\Z)", text, flags=re.S | re.M)
-    return m.group(0).rstrip().split("\n") + [""] if m else []
+    return [line for m in re.finditer(LE_ANY, text, flags=re.S | re.M) for line in m.group(0).rstrip().split("\n") + [""]]
 
 
-def replace_subsection(report, lines):
-    """Writes the --le subsection at the end of "## Lab tests" (replacing it)."""
+def replace_subsection(report, title, lines):
+    """Writes the --le subsection `title` at the end of "## Lab tests"
+    (replacing it)."""
     text = open(report).read()
     new = "\n".join(lines).rstrip() + "\n"
-    m = re.search(r"^" + re.escape(LE_TITLE) + r".*?(?=^##|\Z)", text, flags=re.S | re.M)
+    m = re.search(r"^" + re.escape(title) + r".*?(?=^##|\Z)", text, flags=re.S | re.M)
     if not m:
         lab = re.search(r"^## Lab tests.*?(?=^## |\Z)", text, flags=re.S | re.M)
         if not lab:
@@ -377,63 +468,6 @@ def replace_subsection(report, lines):
         text = text[:m.start()] + new + ("\n" if m.end() < len(text) else "") + text[m.end():]
     with open(report, "w") as fh:
         fh.write(text)
-
-
-def section(iso0, iso03, shear, notes):
-    """The report's section: the notes (what was run), the published values
-    next to the measured ones (or "not run here"), the runs' details."""
-    margin = (iso0 or iso03 or {}).get("margin", 2.0)
-    L = ["## Lab tests (isotropic compression, quasi-static shear)", ""]
-    L += ["References: [AR] " + AGNOLIN + "; [PR] " + PEYNEAU + ". "
-          "The published values are quoted from the papers' abstracts. "
-          "Measured by `scripts/py/lab_validate.py` from a finished run's `summary.json` (its own measurements "
-          "over the walls' cell) and the last frame of `frames.h5` (a core box: the cell less a layer of "
-          f"{margin:g} diameters at every wall, where the walls order the beads and lower the solid fraction; "
-          "the papers' packs are periodic, without walls).", ""]
-    if iso0 or iso03 or shear:
-        L += [f"Runs measured here: {machine()}.", ""]
-    L += notes
-    core = lambda r, k: f"{r[k]:.4f} ± {r[k + '_err']:.4f} (cell {r[{'phi_core': 'phi', 'z_core': 'z_bb'}[k]]:.4f})" if r else "not run here"
-    L += ["### Isotropic compression: published and measured", "",
-          "| preparation | quantity | published [AR] | measured (core; whole cell) |", "|---|---|---|---|",
-          f"| μ = 0 (or lubricated), compressed from a granular gas: random close packing, low-pressure limit | Φ | ≃ 0.639 | {core(iso0, 'phi_core')} |",
-          f"| | z* (backbone) | ≃ 6 | {core(iso0, 'z_core')} |",
-          f"| μ = 0.3 throughout, compressed from a granular gas | Φ | ≃ 0.593 | {core(iso03, 'phi_core')} |",
-          f"| | z* (backbone) | ≃ 4.5 | {core(iso03, 'z_core')} |", ""]
-    if iso0 or iso03:
-        L += ["| run | x₀ rattlers | z all | p [Pa] | I at the end | gap of the force-carrying contacts, mean / min [d] | local order q6 (core) | at rest | wall [s] |",
-              "|---|---|---|---|---|---|---|---|---|"]
-        for label, r in (("μ = 0", iso0), ("μ = 0.3", iso03)):
-            if r:
-                L.append(f"| {label} | {r['x0']:.3f} | {r['z']:.3f} | {r['p']:.4g} | {r['I']:.2g} | "
-                         f"{r['gap_mean']:.1e} / {r['gap_min']:.1e} | {r['q6_core']:.3f} | {'yes' if r['static'] else 'no'} | {r['wall']:.0f} |")
-        L += [""]
-    L += ["### Quasi-static shear of frictionless beads: published and measured", ""]
-    if shear:
-        r = shear
-        L += [f"Steady state over axial strain {r['strain_from']:.2f}–{r['strain_end']:.2f} from jamming "
-              f"({r['strain_total']:.2f} from the start), {r['frames']} frames: mean ± standard deviation "
-              f"(the fluctuations); wall time {r['wall']:.0f} s ({r['steps']} steps, {r['ranks']} ranks).", ""]
-    ms = lambda k, f: f"{shear[k][0]:{f}} ± {shear[k][1]:{f}}" if shear else "not run here"
-    L += ["| quantity | published [PR] | measured |", "|---|---|---|",
-          f"| macroscopic friction sin φ = (σ₁ − σ₃)/(σ₁ + σ₃) | independent of pressure in the rigid limit (value: see above) | {ms('sin_phi', '.4f')} |",
-          f"| solid fraction Φ | the random close packing value (no dilatancy) | {ms('phi', '.4f')} |",
-          f"| backbone coordination z* | — | {ms('z_bb', '.3f')} |",
-          f"| inertial number I | → 0 (the quasi-static limit) | {ms('I', '.2g')} |", ""]
-    return L
-
-
-def replace_section(report, lines):
-    text = open(report).read() if os.path.exists(report) else "# Validation report\n"
-    new = "\n".join(lines).rstrip() + "\n"
-    m = re.search(r"^## Lab tests.*?(?=^## |\Z)", text, flags=re.S | re.M)
-    if m:
-        text = text[:m.start()] + new + ("\n" if m.end() < len(text) else "") + text[m.end():]
-    else:
-        text = text.rstrip() + "\n\n" + new
-    with open(report, "w") as fh:
-        fh.write(text)
-
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -454,12 +488,16 @@ def main(argv):
         runs = [le_measures(out) for out in a.le]
         for out, r in zip(a.le, runs):
             print(out, json.dumps(r, default=float), file=sys.stderr)
-        lines = le_section(runs)
-        if a.print:
-            print("\n".join(lines))
-        else:
-            replace_subsection(a.report, lines)
-            print("wrote", a.report)
+        for mu in sorted({r["friction"] for r in runs}):
+            group = [r for r in runs if r["friction"] == mu]
+            if not any(r["solver"] != "dem" for r in group):
+                raise SystemExit(f"lab_validate: the --le runs with friction {mu:g} are all dem; give the cd runs too")
+            lines = le_section(group)
+            if a.print:
+                print("\n".join(lines))
+            else:
+                replace_subsection(a.report, le_title(mu), lines)
+                print("wrote", a.report, "subsection", le_title(mu))
         return
     iso0 = iso_measures(a.iso0, 4, a.margin) if a.iso0 else None
     iso03 = iso_measures(a.iso03, 2, a.margin) if a.iso03 else None

@@ -183,7 +183,7 @@ pub struct ParallelCfg {
     /// Lees–Edwards simple shear of the periodic box: two periodic axes,
     /// flow then gradient, e.g. "xz": the images across the z period are
     /// shifted along x by ±shear_rate · L_z · t and move at ±shear_rate · L_z.
-    /// Under cd and compatible-cd (an error under dem).
+    /// Under every solver.
     #[schemars(extend("x-default" = "none"))]
     pub lees_edwards: Option<String>,
     /// The shear rate γ̇ of the Lees–Edwards cell (with `lees_edwards`).
