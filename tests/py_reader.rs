@@ -5,7 +5,7 @@
 //! a pack whose numbers the statics dictates; then scripts/py/tutorial.py.
 //! And scripts/plot drawing force_compatible when a frame has it; and
 //! scripts/py/lab_validate.py --check agreeing with a run's measurements;
-//! scripts/py/dense_pack.py's packs and lab_validate.py's rheology fit.
+//! scripts/py/dense_pack.py's packs and lab_validate.py's rheology fits.
 //!
 //! Needs the project venv (`scripts/setup`). Without it the test reports
 //! itself skipped (`common::skip`) and returns, unless `CI` or
@@ -285,4 +285,32 @@ fn dense_pack_is_overlap_free_and_the_rheology_fit_recovers_its_law() {
     let got: Vec<f64> = python_ok(&py, &["-c", code, root().join("scripts/py").to_str().unwrap()]).split_whitespace().map(|s| s.parse().unwrap()).collect();
     assert!((got[0] - 0.1).abs() < 1e-9 && (got[1] - 0.4).abs() < 1e-9 && (got[2] - 0.4).abs() < 1e-9, "fit {got:?}");
     assert!(got[3] <= 0.1 && got[4] >= 0.1, "range {got:?}");
+}
+
+/// lab_validate.py --le with friction: the cd runs of one friction
+/// coefficient are fitted, and a DEM run on the same cell is set beside the
+/// fitted laws taken at its own inertial number. Runs that follow exact
+/// laws (μ = 0.3 + 0.4 I^0.4, Φ = 0.58 − 0.1 I^0.5) must give those laws'
+/// values at the DEM's I.
+#[test]
+fn lab_validate_sets_a_dem_run_beside_the_fitted_frictional_laws() {
+    let Some(py) = venv_python("h5py, numpy") else { return };
+    let code = "import sys, numpy as np; sys.path.insert(0, sys.argv[1]); import lab_validate as L\n\
+                def run(I, solver, phi):\n\
+                \x20   return {'bodies': 4000, 'wall': 1.0, 'steps': 1000, 'ranks': 2, 'mu_sem': 1e-3, 'dt': 1e-3, 'strain': 1.0,\n\
+                \x20           'frames': 50, 'iterations': 1, 'mu': (0.3 + 0.4 * I ** 0.4, 0.01), 'I': (I, 0.01),\n\
+                \x20           'phi': (phi, 0.0), 'z': (3.0, 0.1), 'p': (1.0, 0.1), 'solver': solver, 'friction': 0.5,\n\
+                \x20           'not_converged': 0}\n\
+                runs = [run(I, 'cd', 0.58 - 0.1 * I ** 0.5) for I in (0.01, 0.03, 0.06, 0.12, 0.24)]\n\
+                dem = run(0.1, 'dem', 0.56); dem.update(gap=0.005, phi_eff=0.56 * 1.005 ** 3, newton=1, dt_mean=1e-4)\n\
+                lines = L.le_section(runs + [dem])\n\
+                print(lines[0])\n\
+                row = [l for l in lines if l.startswith(\"| cd's laws at this I\")][0].split('|')\n\
+                print(row[4].strip(), row[6].strip())";
+    let out = python_ok(&py, &["-c", code, root().join("scripts/py").to_str().unwrap()]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].contains("frictional beads (μ = 0.5)"), "title {}", lines[0]);
+    let v: Vec<f64> = lines[1].split_whitespace().map(|s| s.parse().unwrap()).collect();
+    let want = (0.58 - 0.1 * 0.1f64.sqrt(), 0.3 + 0.4 * 0.1f64.powf(0.4));
+    assert!((v[0] - want.0).abs() < 1e-4 && (v[1] - want.1).abs() < 1e-4, "cd's laws at I = 0.1: {v:?}, not {want:?}");
 }
