@@ -51,6 +51,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WALL_ID_BASE = 1 << 63
 FORCE_CARRYING = 1e-9  # src/lab.rs FORCE_CARRYING
+RCP = 0.639  # random close packing of equal spheres, [AR]
 
 AGNOLIN = ("I. Agnolin and J.-N. Roux, Internal states of model isotropic granular packings. "
            "I. Assembling process, geometry, and contact networks, Phys. Rev. E 76, 061302 (2007)")
@@ -419,7 +420,8 @@ def le_section(runs):
               f"| macroscopic friction μ* = lim τ/σ_n | {pub_mu} | "
               f"{mu0:.3f} ({mu_range[0]:.3f}–{mu_range[1]:.3f}; μ = μ* + {a:.3g} I^α, α = {alpha:.2f} ({alpha_range[0]:.2f}–{alpha_range[1]:.2f})) |",
               f"| critical solid fraction Φ_c = lim Φ | {pub_phi} | {phic:.4f} ({phi_range[0]:.4f}–{phi_range[1]:.4f}; "
-              f"Φ = Φ_c − {b:.3g} I^β, β = {beta:.2f} ({beta_range[0]:.2f}–{beta_range[1]:.2f})) |", ""]
+              f"Φ = Φ_c − {b:.3g} I^β, β = {beta:.2f} ({beta_range[0]:.2f}–{beta_range[1]:.2f}))"
+              + ("" if mu_p == 0.0 else f"; Φ_RCP − Φ_c = {RCP - phic:.3f} ({RCP - phi_range[1]:.3f}–{RCP - phi_range[0]:.3f})") + " |", ""]
         if mu_p != 0.0:
             L += [f"References: [S] L. E. Silbert, Jamming of frictional spheres and random loose packing, Soft Matter 6, "
                    "2918 (2010); [OL] G. Y. Onoda and E. G. Liniger, Random loose packings of uniform spheres and the "
