@@ -164,8 +164,9 @@ fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout, time: f64) -> (Fla
 /// Forwards `width` values per owned body (`owned[width*i..width*(i+1)]`
 /// for owned body i) to the ghost copies along the existing lists; returns
 /// them in ghost order (`width` per ghost). Reads only `owned` and the
-/// layout's ghost plan; collective. The DEM uses it for the ghosts'
-/// incremental DOFs at every residual evaluation.
+/// layout's ghost plan; collective. The same values as the owner's: a
+/// ghost's history row, say ([`forward_increments`] for the DEM's
+/// increments, which an image changes).
 pub fn forward_values(comm: &Comm, layout: &Layout, owned: &[f64], width: usize) -> Vec<f64> {
     forward_with(comm, layout, owned, width, |_, _| {})
 }
