@@ -386,13 +386,15 @@ def le_section(runs):
     runs = sorted((r for r in runs if r["solver"] != "dem"), key=lambda r: (r["phi"][0], -r["dt"]))
     fitted = [r for r in runs if valid(r)]
     config = "configs/lab-shear-le-frictionless.toml" if mu_p == 0.0 else "configs/lab-shear-le-mu05.toml"
+    phis = [round(r["phi"][0], 6) for r in runs]
+    second_dt = " A second Δt at one solid fraction checks the time step." if len(set(phis)) < len(phis) else ""
     L = [le_title(mu_p), ""]
     L += [f"Runs measured here: {machine()}. Each row one run of `{config}` "
           f"({runs[0]['bodies']:,} equal beads, a fully periodic cell sheared by Lees–Edwards boundaries at γ̇ = 1 /s, "
           f"no gravity, restitution 0{'' if mu_p == 0.0 else f', friction μ = {mu_p:g}'}) at the solid fraction of its pack "
           "(`scripts/py/dense_pack.py`, seed 35); steady state over the second half of the strain, mean ± standard "
           f"deviation of the frames, and the standard error of τ/σ_n's mean from {BLOCKS} blocks of frames (the fit's "
-          "weights). A second Δt at one solid fraction checks the time step; a run with more than "
+          f"weights).{second_dt} A run with more than "
           f"{MISSED_SHARE:.0%} of its steps missing their tolerance is listed as not valid and not fitted. "
           "Commands: the guide's Lab tests, \"Rigid shear at constant volume\".", ""]
     L += ["| Φ | Δt [s] | strain | I | τ/σ_n (± standard error) | z | steps not converged | solver iterations | wall [s] |",
