@@ -329,8 +329,9 @@ def dem_extras(out, s, se, half, solver):
         return {}
     gap, d = steady_gap(out, 0.5 * se["time"][-1])
     phi = float(np.mean(se["solid_fraction"][half]))
+    dem = run_config(out).get("dem", {})
     return {"gap": gap / d, "phi_eff": phi * (1.0 + gap / d) ** 3, "newton": s["solver_iterations_total"],
-            "dt_mean": s["time"] / s["steps"]}
+            "dt_mean": s["time"] / s["steps"], "damping": float(dem.get("damping", 0.0)), "damping_t": float(dem.get("damping_t", 0.0))}
 
 
 def power_fit(I, y, w, sign, w_known, exponents=(0.1, 1.5)):
@@ -450,17 +451,23 @@ def le_section(runs):
               "(`configs/lab-shear-le-mu05-dem.toml`). Its barrier holds the force-carrying contacts at a gap g, so its "
               "grains act as rigid spheres of diameter d + g: their solid fraction is Φ (1 + g/d)³. The rheology is "
               "compared at the DEM's own inertial number, with cd's fitted laws there.", "",
-              "| solver | Φ | gap g of the force-carrying contacts [d] | Φ (1 + g/d)³ | I | τ/σ_n | z | mean Δt [s] | Newton iterations | wall [s] |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "| solver | damping ζ, ζ_t | strain | Φ | gap g of the force-carrying contacts [d] | Φ (1 + g/d)³ | I | τ/σ_n | z | mean Δt [s] | Newton iterations | wall [s] |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in dem:
-            L.append(f"| dem | {r['phi'][0]:.4f} | {r['gap']:.2e} | {r['phi_eff']:.4f} | {r['I'][0]:.3g} ± {r['I'][1]:.2g} | "
-                     f"{r['mu'][0]:.4f} ± {r['mu'][1]:.4f} (± {r['mu_sem']:.4f}) | {r['z'][0]:.3f} ± {r['z'][1]:.3f} | "
-                     f"{r['dt_mean']:.2e} | {r['newton']:,} | {r['wall']:.0f} |")
+            L.append(f"| dem | {r['damping']:g}, {r['damping_t']:g} | {r['strain']:.2f} | {r['phi'][0]:.4f} | {r['gap']:.2e} | {r['phi_eff']:.4f} | "
+                     f"{r['I'][0]:.3g} ± {r['I'][1]:.2g} | {r['mu'][0]:.4f} ± {r['mu'][1]:.4f} (± {r['mu_sem']:.4f}) | "
+                     f"{r['z'][0]:.3f} ± {r['z'][1]:.3f} | {r['dt_mean']:.2e} | {r['newton']:,} | {r['wall']:.0f} |")
             if fits:
                 I = r["I"][0]
-                L.append(f"| cd's laws at this I | — | 0 (rigid) | {phic - b * I ** beta:.4f} | {I:.3g} | "
+                L.append(f"| cd's laws at this I | — | — | — | 0 (rigid) | {phic - b * I ** beta:.4f} | {I:.3g} | "
                          f"{mu0 + a * I ** alpha:.4f} | — | — | — | — |")
         L += [""]
+        if fits:
+            L += ["At its own inertial number: " + "; ".join(
+                f"the DEM with ζ, ζ_t = {r['damping']:g}, {r['damping_t']:g} has τ/σ_n "
+                f"{100 * (r['mu'][0] / (mu0 + a * r['I'][0] ** alpha) - 1):+.0f} % from cd's law "
+                f"({(r['mu'][0] - (mu0 + a * r['I'][0] ** alpha)) / r['mu_sem']:+.1f} of its standard errors) and a solid fraction "
+                f"{r['phi_eff'] - (phic - b * r['I'][0] ** beta):+.4f} from it" for r in dem) + ".", ""]
     return L
 
 
