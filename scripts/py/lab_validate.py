@@ -25,13 +25,16 @@ octants. The shear's steady state is the second half of its strain from
 jamming (as scripts/py/lab_plot.py): mean ± standard deviation of the
 frames (the fluctuations).
 
---le takes finished runs of configs/lab-shear-le-frictionless.toml (rigid
-simple shear at constant volume under cd, one solid fraction per run):
-their steady states (second half of the strain) give the rheology μ(I),
-Φ(I), fitted by μ = μ* + a I^α and Φ = Φ_c − b I^β (each exponent scanned,
-the other two parameters by least squares) and extrapolated to the
-quasi-static limit I → 0. It writes (or replaces) only its subsection of
-"## Lab tests".
+--le takes finished runs of configs/lab-shear-le-frictionless.toml or
+lab-shear-le-mu05.toml (rigid simple shear at constant volume under cd,
+one solid fraction per run): their steady states (second half of the
+strain) give the rheology μ(I), Φ(I), fitted by μ = μ* + a I^α and
+Φ = Φ_c − b I^β (each exponent scanned, the other two parameters by least
+squares) and extrapolated to the quasi-static limit I → 0. Runs are
+grouped by their friction (from the configuration in frames.h5), one
+subsection of "## Lab tests" per coefficient, which it writes (or
+replaces); runs of lab-shear-le-mu05-dem.toml (the implicit DEM) are set
+beside cd's laws at their own inertial number.
 
 Writes (or replaces) the section "## Lab tests" of the report, keeping the
 rest (and its --le subsection); with --print only prints it. --check OUT compares a run's own
@@ -427,7 +430,8 @@ def le_section(runs):
             pub_mu = "[PR]: finite, independent of the pressure; μ grows as a power of I"
             pub_phi = "[PR]: the random close packing value (no dilatancy), Φ_RCP ≃ 0.639 [AR]; Φ falls as a power of I"
         else:
-            pub_mu = "larger than the frictionless beads' (the subsection above); μ grows as a power of I"
+            pub_mu = ("no value quoted (none could be reached here); friction can only raise it above the frictionless "
+                      "beads' (the subsection above)")
             pub_phi = ("[S]: the jamming fraction of frictional spheres falls with μ from random close packing (0.639 [AR]) "
                        "towards random loose packing (0.555 [OL]): dilatancy Φ_RCP − Φ_c > 0")
         L += ["| quasi-static limit I → 0 | published | fitted here: best (range over the exponents that fit) |", "|---|---|---|",
@@ -443,7 +447,7 @@ def le_section(runs):
                   "frictionless fit above) to the linear laws of da Cruz et al. (Phys. Rev. E 72, 021309, 2005), and the "
                   "limits' ranges span that choice: an extrapolation, not a measurement.", ""]
         if mu_p != 0.0:
-            L += [f"References: [S] L. E. Silbert, Jamming of frictional spheres and random loose packing, Soft Matter 6, "
+            L += ["References: [S] L. E. Silbert, Jamming of frictional spheres and random loose packing, Soft Matter 6, "
                    "2918 (2010); [OL] G. Y. Onoda and E. G. Liniger, Random loose packings of uniform spheres and the "
                    "dilatancy onset, Phys. Rev. Lett. 64, 2727 (1990).", ""]
     if dem:
