@@ -302,7 +302,7 @@ fn lab_validate_sets_a_dem_run_beside_the_fitted_frictional_laws() {
                 \x20           'phi': (phi, 0.0), 'z': (3.0, 0.1), 'p': (1.0, 0.1), 'solver': solver, 'friction': 0.5,\n\
                 \x20           'not_converged': 0}\n\
                 runs = [run(I, 'cd', 0.58 - 0.1 * I ** 0.5) for I in (0.01, 0.03, 0.06, 0.12, 0.24)]\n\
-                dem = run(0.1, 'dem', 0.56); dem.update(gap=0.005, phi_eff=0.56 * 1.005 ** 3, newton=1, dt_mean=1e-4, damping=1.0, damping_t=0.0)\n\
+                dem = run(0.1, 'dem', 0.56); dem.update(gap=0.005, phi_eff=0.56 * 1.005 ** 3, dt_mean=1e-4, damping=1.0, damping_t=0.0)\n\
                 lines = L.le_section(runs + [dem])\n\
                 print(lines[0])\n\
                 row = [l for l in lines if l.startswith(\"| cd's laws at this I\")][0].split('|')\n\

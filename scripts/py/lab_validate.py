@@ -316,25 +316,20 @@ def le_measures(out):
     # (successive frames are correlated).
     blocks = np.array_split(np.abs(se["stress_ratio"][half]), BLOCKS)
     mu_sem = float(np.std([b.mean() for b in blocks], ddof=1) / np.sqrt(BLOCKS))
-    return {
+    r = {
         "bodies": s["bodies"], "wall": s["wall_time"], "steps": s["steps"], "ranks": s["ranks"], "mu_sem": mu_sem,
         "dt": float(se["dt"][-1]), "strain": s["steady"]["strain"], "frames": int(half.sum()),
         "iterations": s["solver_iterations_total"],
         "mu": ms(np.abs(se["stress_ratio"])), "I": ms(se["inertial_number"]), "phi": ms(se["solid_fraction"]),
         "z": ms(se["coordination"]), "p": ms(se["pressure"]), "solver": solver, "friction": friction,
         "not_converged": s.get("cd_steps_not_converged", 0) if solver != "dem" else 0,
-        **dem_extras(out, s, se, half, solver),
     }
-
-
-def dem_extras(out, s, se, half, solver):
-    if solver != "dem":
-        return {}
-    gap, d = steady_gap(out, 0.5 * se["time"][-1])
-    phi = float(np.mean(se["solid_fraction"][half]))
-    dem = run_config(out).get("dem", {})
-    return {"gap": gap / d, "phi_eff": phi * (1.0 + gap / d) ** 3, "newton": s["solver_iterations_total"],
-            "dt_mean": s["time"] / s["steps"], "damping": float(dem.get("damping", 0.0)), "damping_t": float(dem.get("damping_t", 0.0))}
+    if solver == "dem":
+        gap, d = steady_gap(out, 0.5 * t[-1])
+        dem = cfg.get("dem", {})
+        r.update(gap=gap / d, phi_eff=r["phi"][0] * (1.0 + gap / d) ** 3, dt_mean=s["time"] / s["steps"],
+                 damping=float(dem.get("damping", 0.0)), damping_t=float(dem.get("damping_t", 0.0)))
+    return r
 
 
 def power_fit(I, y, w, sign, w_known, exponents=(0.1, 1.5)):
@@ -460,7 +455,7 @@ def le_section(runs):
         for r in dem:
             L.append(f"| dem | {r['damping']:g}, {r['damping_t']:g} | {r['strain']:.2f} | {r['phi'][0]:.4f} | {r['gap']:.2e} | {r['phi_eff']:.4f} | "
                      f"{r['I'][0]:.3g} ± {r['I'][1]:.2g} | {r['mu'][0]:.4f} ± {r['mu'][1]:.4f} (± {r['mu_sem']:.4f}) | "
-                     f"{r['z'][0]:.3f} ± {r['z'][1]:.3f} | {r['dt_mean']:.2e} | {r['newton']:,} | {r['wall']:.0f} |")
+                     f"{r['z'][0]:.3f} ± {r['z'][1]:.3f} | {r['dt_mean']:.2e} | {r['iterations']:,} | {r['wall']:.0f} |")
             if fits:
                 I = r["I"][0]
                 L.append(f"| cd's laws at this I | — | — | — | 0 (rigid) | {phic - b * I ** beta:.4f} | {I:.3g} | "
