@@ -286,7 +286,10 @@ fn under_cd_a_servo_lid_stops_on_the_pack() {
 /// moves at +γ̇ L_z more, stays at A's x and meets A head on at t = 0.1 s —
 /// after B has crossed the x face and onto another rank. With e = 1 they
 /// swap their z velocities and keep their x velocities, as two spheres
-/// colliding head on in an unsheared image would.
+/// colliding head on in an unsheared image would. With friction μ = 0.5
+/// this holds only if B v counts the image's speed beyond its owner (B's
+/// columns are the owner's): without it the contact sees B's image slide
+/// at γ̇ L_z and friction turns both x velocities by 0.69 m/s.
 #[test]
 fn lees_edwards_images_collide_as_unsheared_ones() {
     let tmp = tempfile::tempdir().unwrap();
@@ -297,7 +300,7 @@ fn lees_edwards_images_collide_as_unsheared_ones() {
         .with("[solver]\ntolerance = 1e-12\n")
         .every(20)
         .toml()
-        .replace("density = 1000.0", "density = 1000.0\nrestitution = 1.0");
+        .replace("density = 1000.0", "density = 1000.0\nrestitution = 1.0\nfriction = 0.5");
     for np in [1, 3] {
         let (out, log) = common::run_config(np, tmp.path(), "lees-edwards", &text);
         let f = hdf5::File::open(out.join("frames.h5")).unwrap();
@@ -322,6 +325,51 @@ fn lees_edwards_images_collide_as_unsheared_ones() {
         let steady = &summary(&out)["steady"];
         assert_eq!(steady["coordination"]["mean"].as_f64(), Some(0.0), "np {np}: steady {steady}");
         assert!((steady["strain"].as_f64().unwrap() - 5.0 * 0.3).abs() < 1e-12, "np {np}: steady {steady}");
+    }
+}
+
+/// An oblique frictional meeting across the sheared face under cd: B's
+/// image arrives 0.04 m along x from A, so the contact normal has a part
+/// along the flow and both the normal and the tangential rows of B see the
+/// image's speed beyond its owner. The run equals the same meeting across
+/// the z face of an unsheared periodic cell (B at rest along x there), at
+/// 1 and 3 ranks. Without that speed in B v the normal row misses
+/// n_x γ̇ L_z and the tangents see a slide of γ̇ L_z.
+#[test]
+fn under_cd_an_oblique_frictional_meeting_across_the_sheared_face_is_an_unsheared_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cell = |b_x_speed: f64, shear: &str| {
+        common::Spheres::new("cd", 0.3, 1e-3, [0.0; 3], 0.05)
+            .material("friction = 0.5\nrestitution = 0.5")
+            .moving_body([0.2, 0.5, 0.85], [0.0, 0.0, 1.0])
+            .moving_body([0.24, 0.5, 0.15], [b_x_speed, 0.0, -1.0])
+            .with(&format!("[parallel]\nperiodic = [true, true, true]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [1.0, 1.0, 1.0]\n{shear}"))
+            .with("[solver]\ntolerance = 1e-12\n")
+            .every(20)
+            .toml()
+    };
+    let last = |out: &Path, what: &str| -> Vec<f64> {
+        let f = hdf5::File::open(out.join("frames.h5")).unwrap();
+        let g = f.group("frames").unwrap();
+        let last = g.member_names().unwrap().into_iter().max().unwrap();
+        g.dataset(&format!("{last}/bodies/{what}")).unwrap().read_raw().unwrap()
+    };
+    let (plain, log) = common::run_config(1, tmp.path(), "unsheared-cd", &cell(0.0, ""));
+    let (v0, p0, w0) = (last(&plain, "velocity"), last(&plain, "position"), last(&plain, "angular_velocity"));
+    // They did collide, obliquely and with friction: x velocities and spins.
+    assert!(v0[2] < -0.1 && v0[5] > 0.1 && v0[0].abs() > 0.05 && w0[1].abs() > 0.1, "no oblique collision in the unsheared cell: {v0:?} {w0:?}\n{log}");
+    for np in [1, 3] {
+        let (out, log) = common::run_config(np, tmp.path(), &format!("lees-edwards-cd-{np}"), &cell(-5.0, "lees_edwards = \"xz\"\nshear_rate = 5.0\n"));
+        let (v, p, w) = (last(&out, "velocity"), last(&out, "position"), last(&out, "angular_velocity"));
+        for k in 0..6 {
+            // B keeps its −γ̇ L_z along x in the sheared cell.
+            let want = if k == 3 { v0[k] - 5.0 } else { v0[k] };
+            assert!((v[k] - want).abs() < 1e-9, "np {np}: velocities {v:?}, unsheared {v0:?}\n{log}");
+            assert!((w[k] - w0[k]).abs() < 1e-9, "np {np}: spins {w:?}, unsheared {w0:?}\n{log}");
+        }
+        for k in [1, 2, 4, 5] {
+            assert!((p[k] - p0[k]).abs() < 1e-9, "np {np}: positions {p:?}, unsheared {p0:?}\n{log}");
+        }
     }
 }
 

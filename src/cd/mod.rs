@@ -23,7 +23,8 @@ pub mod pgs;
 
 use crate::body::dof_free;
 use crate::body::Bodies;
-use crate::contact::{Contacts, WALL_ID_BASE};
+use crate::contact::{Contacts, WALL_ID_BASE, WALL_INDEX};
+use crate::parallel::exchange;
 use crate::petsc::{Stage, Vector};
 use crate::scene::{CdMethod, CdScaling, Scene};
 use crate::contact::ContactKey;
@@ -163,8 +164,11 @@ pub fn wall_velocity(scene: &Scene, contacts: &Contacts, i: usize, time: f64, dt
 /// the restitution substitution Φ/Δt → e_n B v for contacts that are closing
 /// (B v < 0) and would close within the step without a force (so contacts
 /// not yet formed do not bounce early); a tangential row has B (v + Δt M⁻¹
-/// F_ext) alone. A moving wall adds its velocity along each row. Collective.
-pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Contacts, ext: &[Vector6<f64>], time: f64, dt: f64) -> crate::petsc::Result<Vector> {
+/// F_ext) alone. A moving wall adds its velocity along each row, and so
+/// does a Lees–Edwards image its speed beyond its owner (`images`, from
+/// [`exchange::image_speeds`]: B's columns are the owners'). Collective.
+#[allow(clippy::too_many_arguments)]
+pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Contacts, ext: &[Vector6<f64>], images: Option<&(usize, Vec<f64>)>, time: f64, dt: f64) -> crate::petsc::Result<Vector> {
     let mut v = op.body_vec()?;
     let mut vf = op.body_vec()?;
     {
@@ -184,18 +188,31 @@ pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Cont
         let bvv = bv.view()?;
         let mut pv = p.view_mut()?;
         let rows = op.rows;
+        // The image speed of local body `l` along the flow (zero if owned).
+        let image = |l: usize| match images {
+            Some((_, speeds)) if l != WALL_INDEX && l >= op.n_owned => speeds[l - op.n_owned],
+            _ => 0.0,
+        };
         for i in 0..contacts.len() {
             let phi = contacts.gap[i] / dt;
             let e = restitution(scene, bodies, contacts, i);
+            // Row k's halves times the images' velocities beyond their owners.
+            let drift = |k: usize| match images {
+                Some(&(flow, _)) => {
+                    let (a, b) = if k == 0 { (op.ja[i], op.jb[i]) } else { op.jt[i][k - 1] };
+                    a[flow] * image(contacts.ia[i]) + b[flow] * image(contacts.ib[i])
+                }
+                None => 0.0,
+            };
             // B v and B v_free with a moving wall's velocity on side b.
             let wall = wall_velocity(scene, contacts, i, time, dt);
-            let w = contacts.normal[i].dot(&wall);
+            let w = contacts.normal[i].dot(&wall) + drift(0);
             let (bv, p) = (bvv[rows * i] + w, pv[rows * i] + w);
             pv[rows * i] = p + if e > 0.0 && bv < 0.0 && phi + p < 0.0 { e * bv } else { phi };
             if rows == 3 {
                 let (t1, t2) = op.tangents[i];
-                pv[3 * i + 1] += t1.dot(&wall);
-                pv[3 * i + 2] += t2.dot(&wall);
+                pv[3 * i + 1] += t1.dot(&wall) + drift(1);
+                pv[3 * i + 2] += t2.dot(&wall) + drift(2);
             }
         }
     }
@@ -316,7 +333,8 @@ impl CdSolver {
             let (st_asm, st_solve) = self.stages.expect("registered above");
             let guard = st_asm.push()?;
             let mut op = ContactOperator::assemble(comm, bodies, ctx.layout, contacts, dt, self.friction)?;
-            let p = rhs(&op, scene, bodies, contacts, &ext, ctx.time, dt)?;
+            let images = exchange::image_speeds(comm, ctx.layout);
+            let p = rhs(&op, scene, bodies, contacts, &ext, images.as_ref(), ctx.time, dt)?;
             let mut f = op.contact_vec()?;
             f.view_mut()?.copy_from_slice(&self.warm_start(&op, contacts, history));
             drop(guard);

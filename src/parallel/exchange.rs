@@ -194,6 +194,16 @@ pub fn forward_displacements(comm: &Comm, layout: &Layout, owned: &[f64], dt: f6
     })
 }
 
+/// In a Lees–Edwards cell, the flow axis and the speed along it at which
+/// each ghost moves beyond its owner (periods·γ̇L for an image, zero for a
+/// plain ghost), in ghost order: what a row of B acting on the owners'
+/// velocities misses. `None` outside such a cell. Collective.
+pub fn image_speeds(comm: &Comm, layout: &Layout) -> Option<(usize, Vec<f64>)> {
+    let (flow, speed, _) = layout.shear?;
+    let zeros = vec![0.0; layout.n_owned];
+    Some((flow, forward_with(comm, layout, &zeros, 1, |row, periods| row[0] = periods as f64 * speed)))
+}
+
 fn forward_with(comm: &Comm, layout: &Layout, owned: &[f64], width: usize, image: impl Fn(&mut [f64], i32)) -> Vec<f64> {
     let mut recs = FlatRecords::new(0, width);
     let dest: Vec<usize> = layout.sends.iter().map(|&(r, _, _, _)| r).collect();
