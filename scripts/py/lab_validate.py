@@ -464,7 +464,7 @@ def le_section(runs):
         if fits:
             L += ["At its own inertial number: " + "; ".join(
                 f"the DEM with ζ, ζ_t = {r['damping']:g}, {r['damping_t']:g} has τ/σ_n "
-                f"{100 * (r['mu'][0] / (mu0 + a * r['I'][0] ** alpha) - 1):+.0f} % from cd's law "
+                f"{100 * (r['mu'][0] / (mu0 + a * r['I'][0] ** alpha) - 1):+.1f} % from cd's law "
                 f"({(r['mu'][0] - (mu0 + a * r['I'][0] ** alpha)) / r['mu_sem']:+.1f} of its standard errors) and a solid fraction "
                 f"{r['phi_eff'] - (phic - b * r['I'][0] ** beta):+.4f} from it" for r in dem) + ".", ""]
     return L
