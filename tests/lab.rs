@@ -328,92 +328,75 @@ fn lees_edwards_images_collide_as_unsheared_ones() {
     }
 }
 
-/// An oblique frictional meeting across the sheared face under cd: B's
-/// image arrives 0.04 m along x from A, so the contact normal has a part
-/// along the flow and both the normal and the tangential rows of B see the
-/// image's speed beyond its owner. The run equals the same meeting across
-/// the z face of an unsheared periodic cell (B at rest along x there), at
-/// 1 and 3 ranks. Without that speed in B v the normal row misses
-/// n_x γ̇ L_z and the tangents see a slide of γ̇ L_z.
-#[test]
-fn under_cd_an_oblique_frictional_meeting_across_the_sheared_face_is_an_unsheared_one() {
+/// Two spheres meeting across the z face of a unit periodic cell: A at
+/// (0.2, 0.5, 0.85) rising at 1 m/s, B at (`b_x`, 0.5, 0.15) sinking at
+/// 1 m/s with `b_x_speed` along x, then `extra` (the shear, solver keys).
+fn crossing(solver: &str, material: &str, b_x: f64, b_x_speed: f64, extra: &str) -> String {
+    common::Spheres::new(solver, 0.3, 1e-3, [0.0; 3], 0.05)
+        .material(material)
+        .moving_body([0.2, 0.5, 0.85], [0.0, 0.0, 1.0])
+        .moving_body([b_x, 0.5, 0.15], [b_x_speed, 0.0, -1.0])
+        .with(&format!("[parallel]\nperiodic = [true, true, true]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [1.0, 1.0, 1.0]\n{extra}"))
+        .every(20)
+        .toml()
+}
+
+/// Column `what` of the bodies in the last frame of run `out`.
+fn last_bodies(out: &Path, what: &str) -> Vec<f64> {
+    let f = hdf5::File::open(out.join("frames.h5")).unwrap();
+    let g = f.group("frames").unwrap();
+    let last = g.member_names().unwrap().into_iter().max().unwrap();
+    g.dataset(&format!("{last}/bodies/{what}")).unwrap().read_raw().unwrap()
+}
+
+/// Runs `cell(b_x_speed, shear)` in an unsheared cell (B at rest along x,
+/// 1 rank), asserts `collided(velocities, spins)` there, then in the cell
+/// sheared at γ̇ = 5 /s (B at −γ̇ L_z along x, so that its image moves as
+/// in the unsheared cell) at 1 and 3 ranks: the velocities, spins and
+/// positions across the flow equal the unsheared run's to 1e-9.
+fn sheared_meeting_is_unsheared(name: &str, cell: impl Fn(f64, &str) -> String, collided: impl Fn(&[f64], &[f64]) -> bool) {
     let tmp = tempfile::tempdir().unwrap();
-    let cell = |b_x_speed: f64, shear: &str| {
-        common::Spheres::new("cd", 0.3, 1e-3, [0.0; 3], 0.05)
-            .material("friction = 0.5\nrestitution = 0.5")
-            .moving_body([0.2, 0.5, 0.85], [0.0, 0.0, 1.0])
-            .moving_body([0.24, 0.5, 0.15], [b_x_speed, 0.0, -1.0])
-            .with(&format!("[parallel]\nperiodic = [true, true, true]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [1.0, 1.0, 1.0]\n{shear}"))
-            .with("[solver]\ntolerance = 1e-12\n")
-            .every(20)
-            .toml()
-    };
-    let last = |out: &Path, what: &str| -> Vec<f64> {
-        let f = hdf5::File::open(out.join("frames.h5")).unwrap();
-        let g = f.group("frames").unwrap();
-        let last = g.member_names().unwrap().into_iter().max().unwrap();
-        g.dataset(&format!("{last}/bodies/{what}")).unwrap().read_raw().unwrap()
-    };
-    let (plain, log) = common::run_config(1, tmp.path(), "unsheared-cd", &cell(0.0, ""));
-    let (v0, p0, w0) = (last(&plain, "velocity"), last(&plain, "position"), last(&plain, "angular_velocity"));
-    // They did collide, obliquely and with friction: x velocities and spins.
-    assert!(v0[2] < -0.1 && v0[5] > 0.1 && v0[0].abs() > 0.05 && w0[1].abs() > 0.1, "no oblique collision in the unsheared cell: {v0:?} {w0:?}\n{log}");
+    let (plain, log) = common::run_config(1, tmp.path(), &format!("{name}-unsheared"), &cell(0.0, ""));
+    let (v0, p0, w0) = (last_bodies(&plain, "velocity"), last_bodies(&plain, "position"), last_bodies(&plain, "angular_velocity"));
+    assert!(collided(&v0, &w0), "{name}: not the collision meant in the unsheared cell: {v0:?} {w0:?}\n{log}");
     for np in [1, 3] {
-        let (out, log) = common::run_config(np, tmp.path(), &format!("lees-edwards-cd-{np}"), &cell(-5.0, "lees_edwards = \"xz\"\nshear_rate = 5.0\n"));
-        let (v, p, w) = (last(&out, "velocity"), last(&out, "position"), last(&out, "angular_velocity"));
+        let (out, log) = common::run_config(np, tmp.path(), &format!("{name}-{np}"), &cell(-5.0, "lees_edwards = \"xz\"\nshear_rate = 5.0\n"));
+        let (v, p, w) = (last_bodies(&out, "velocity"), last_bodies(&out, "position"), last_bodies(&out, "angular_velocity"));
         for k in 0..6 {
             // B keeps its −γ̇ L_z along x in the sheared cell.
             let want = if k == 3 { v0[k] - 5.0 } else { v0[k] };
-            assert!((v[k] - want).abs() < 1e-9, "np {np}: velocities {v:?}, unsheared {v0:?}\n{log}");
-            assert!((w[k] - w0[k]).abs() < 1e-9, "np {np}: spins {w:?}, unsheared {w0:?}\n{log}");
+            assert!((v[k] - want).abs() < 1e-9, "{name}, np {np}: velocities {v:?}, unsheared {v0:?}\n{log}");
+            assert!((w[k] - w0[k]).abs() < 1e-9, "{name}, np {np}: spins {w:?}, unsheared {w0:?}\n{log}");
         }
         for k in [1, 2, 4, 5] {
-            assert!((p[k] - p0[k]).abs() < 1e-9, "np {np}: positions {p:?}, unsheared {p0:?}\n{log}");
+            assert!((p[k] - p0[k]).abs() < 1e-9, "{name}, np {np}: positions {p:?}, unsheared {p0:?}\n{log}");
         }
     }
 }
 
-/// The same meeting under the DEM, with friction μ = 0.5: the image's
-/// increments over each step carry its drift along the flow, so the two
-/// spheres meet head on in the image's frame with no relative sliding and
-/// friction does nothing; they collide exactly as the same pair meeting
-/// across the z face of an unsheared periodic cell (B at rest along x
-/// there). Without the drift the contact would see B's image slide by
-/// γ̇ L_z Δt a step, and friction would change both x velocities.
+/// An oblique frictional meeting across the sheared face under cd: B's
+/// image arrives 0.04 m along x from A, so the contact normal has a part
+/// along the flow and both the normal and the tangential rows of B see the
+/// image's speed beyond its owner. Without that speed in B v the normal
+/// row misses n_x γ̇ L_z and the tangents see a slide of γ̇ L_z.
+#[test]
+fn under_cd_an_oblique_frictional_meeting_across_the_sheared_face_is_an_unsheared_one() {
+    let cell = |b_x_speed: f64, shear: &str| crossing("cd", "friction = 0.5\nrestitution = 0.5", 0.24, b_x_speed, &format!("{shear}[solver]\ntolerance = 1e-12\n"));
+    // Obliquely and with friction: x velocities and spins.
+    sheared_meeting_is_unsheared("oblique-cd", cell, |v, w| v[2] < -0.1 && v[5] > 0.1 && v[0].abs() > 0.05 && w[1].abs() > 0.1);
+}
+
+/// The same meeting under the DEM, head on, with friction μ = 0.5: the
+/// image's increments over each step carry its drift along the flow, so
+/// the two spheres meet with no relative sliding and friction does
+/// nothing, as in the unsheared cell. Without the drift the contact would
+/// see B's image slide by γ̇ L_z Δt a step, and friction would change both
+/// x velocities.
 #[test]
 fn under_dem_lees_edwards_images_collide_as_unsheared_ones() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cell = |b_x_speed: f64, shear: &str| {
-        common::Spheres::new("dem", 0.3, 1e-3, [0.0; 3], 0.05)
-            .material("friction = 0.5")
-            .moving_body([0.2, 0.5, 0.85], [0.0, 0.0, 1.0])
-            .moving_body([0.2, 0.5, 0.15], [b_x_speed, 0.0, -1.0])
-            .with(&format!("[parallel]\nperiodic = [true, true, true]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [1.0, 1.0, 1.0]\n{shear}"))
-            .every(20)
-            .toml()
-    };
-    let last = |out: &Path, what: &str| -> Vec<f64> {
-        let f = hdf5::File::open(out.join("frames.h5")).unwrap();
-        let g = f.group("frames").unwrap();
-        let last = g.member_names().unwrap().into_iter().max().unwrap();
-        g.dataset(&format!("{last}/bodies/{what}")).unwrap().read_raw().unwrap()
-    };
-    let (plain, log) = common::run_config(1, tmp.path(), "unsheared", &cell(0.0, ""));
-    let (v0, p0) = (last(&plain, "velocity"), last(&plain, "position"));
-    // They did collide: the z velocities turned.
-    assert!(v0[2] < -0.9 && v0[5] > 0.9, "no collision in the unsheared cell: {v0:?}\n{log}");
-    for np in [1, 3] {
-        let (out, log) = common::run_config(np, tmp.path(), &format!("lees-edwards-dem-{np}"), &cell(-5.0, "lees_edwards = \"xz\"\nshear_rate = 5.0\n"));
-        let (v, p) = (last(&out, "velocity"), last(&out, "position"));
-        for k in 0..6 {
-            // B keeps its −γ̇ L_z along x in the sheared cell.
-            let want = if k == 3 { v0[k] - 5.0 } else { v0[k] };
-            assert!((v[k] - want).abs() < 1e-9, "np {np}: velocities {v:?}, unsheared {v0:?}\n{log}");
-        }
-        for k in [1, 2, 4, 5] {
-            assert!((p[k] - p0[k]).abs() < 1e-9, "np {np}: positions {p:?}, unsheared {p0:?}\n{log}");
-        }
-    }
+    let cell = |b_x_speed: f64, shear: &str| crossing("dem", "friction = 0.5", 0.2, b_x_speed, shear);
+    // The z velocities turned.
+    sheared_meeting_is_unsheared("head-on-dem", cell, |v, _| v[2] < -0.9 && v[5] > 0.9);
 }
 
 /// Bad lab settings: one line naming the file and the key, exit status 2.
