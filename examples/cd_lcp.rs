@@ -46,7 +46,8 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     sim.detect();
     let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt, false)?;
     let ext = stiffgrain::cd::external_velocity(scene, sim.bodies(), sim.layout().n_owned, 0.0, dt);
-    let p = rhs(&op, scene, sim.bodies(), sim.contacts(), &ext, 0.0, dt)?;
+    let images = stiffgrain::parallel::exchange::image_speeds(world, sim.layout());
+    let p = rhs(&op, scene, sim.bodies(), sim.contacts(), &ext, images.as_ref(), 0.0, dt)?;
     let normal = op.constraint(stiffgrain::cd::friction::Set::Normal);
     let mut f = op.contact_vec()?;
     let res = apgd::apgd(world, &mut op, &normal, &p, &mut f, tol, max_it)?;

@@ -80,7 +80,8 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let frictional = stiffgrain::cd::friction::frictional(scene);
     let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt, frictional)?;
     let ext = stiffgrain::cd::external_velocity(scene, sim.bodies(), sim.layout().n_owned, 0.0, dt);
-    let p = rhs(&op, scene, sim.bodies(), sim.contacts(), &ext, 0.0, dt)?;
+    let images = stiffgrain::parallel::exchange::image_speeds(world, sim.layout());
+    let p = rhs(&op, scene, sim.bodies(), sim.contacts(), &ext, images.as_ref(), 0.0, dt)?;
     let mut f_cd = op.contact_vec()?;
     let nc = sim.contacts().len();
     let (mu_s, mu_d): (Vec<f64>, Vec<f64>) = (0..nc).map(|i| stiffgrain::cd::friction::coefficients(scene, sim.bodies(), sim.contacts(), i)).unzip();
