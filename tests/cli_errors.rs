@@ -308,6 +308,12 @@ fn unknown_compatibility_method_and_zero_iterations() {
 }
 
 #[test]
+fn anderson_depth_is_bounded() {
+    expect_error(&format!("{GOOD}\n[solver]\nanderson = 51\n"), &[], "solver.anderson");
+    expect_error(&format!("{GOOD}\n[solver]\nanderson = -1\n"), &[], "solver.anderson");
+}
+
+#[test]
 fn lattice_spacing_errors() {
     let lattice = |shape: &str, extra: &str| {
         format!("{GOOD}\n[[shape]]\nname = \"cube\"\nkind = \"box\"\nsize = [1.0, 1.0, 1.0]\n\n[[generate]]\nkind = \"lattice\"\nshape = \"{shape}\"\norigin = [10.0, 10.0, 10.0]\ncount = [2, 2, 2]\ngap = 0.01\n{extra}\n")

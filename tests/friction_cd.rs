@@ -278,9 +278,10 @@ fn a_frictional_pour_has_the_same_contacts_and_forces_on_1_2_and_3_ranks() {
 /// nonsmooth Gauss–Seidel: the cube sticks below μ_s and slides at
 /// g (sin θ − μ_d cos θ) above, the sphere rolls at 5/7 g sin θ, on 1 and 2
 /// ranks; and the thrown pour's contacts and velocities (unique, unlike its
-/// forces) are the default's to 1e-9 m/s on 1 and 2 ranks.
+/// forces) are the default's to 1e-9 m/s on 1 and 2 ranks, as are those of
+/// the sweeps without Anderson acceleration (`anderson = 0`).
 #[test]
-fn apgd_gives_the_analytic_inclines_and_the_defaults_pour_on_1_and_2_ranks() {
+fn apgd_gives_the_analytic_inclines_and_apgd_and_plain_sweeps_the_defaults_pour() {
     let dir = tempfile::tempdir().unwrap();
     let apgd = "method = \"apgd\"";
     for np in [1, 2] {
@@ -300,8 +301,9 @@ fn apgd_gives_the_analytic_inclines_and_the_defaults_pour_on_1_and_2_ranks() {
     }
     let text = |extra: &str| thrown_lattice(4).with(&format!("[solver]\ntolerance = 1e-11\nmax_iterations = 100000\n{extra}\n")).every(1).toml();
     let default = frames(&run_text(1, dir.path(), "pour-default", &text("")));
-    for np in [1, 2] {
-        let run = frames(&run_text(np, dir.path(), &format!("pour-apgd-{np}"), &text(apgd)));
+    // APGD, and the default's sweeps without Anderson acceleration.
+    for (name, np, extra) in [("apgd", 1, apgd), ("apgd", 2, apgd), ("plain sweeps", 1, "anderson = 0"), ("plain sweeps", 2, "anderson = 0")] {
+        let run = frames(&run_text(np, dir.path(), &format!("pour-{}-{np}", name.replace(' ', "-")), &text(extra)));
         assert_eq!(run.len(), default.len());
         let mut dv = 0.0f64;
         for (a, b) in default.iter().zip(&run) {
@@ -310,11 +312,11 @@ fn apgd_gives_the_analytic_inclines_and_the_defaults_pour_on_1_and_2_ranks() {
                 p.sort();
                 p
             };
-            assert_eq!(pairs(a), pairs(b), "t = {}: apgd on {np} rank(s) has other contacts than the default", a.t);
+            assert_eq!(pairs(a), pairs(b), "t = {}: {name} on {np} rank(s) has other contacts than the default", a.t);
             dv = a.vel.iter().zip(&b.vel).map(|(u, v)| norm(&[u[0] - v[0], u[1] - v[1], u[2] - v[2]])).fold(dv, f64::max);
         }
-        eprintln!("pour, apgd on {np} rank(s): velocities within {dv:.2e} m/s of the default");
-        assert!(dv <= 1e-9, "apgd on {np} rank(s): velocities differ from the default's by {dv} m/s");
+        eprintln!("pour, {name} on {np} rank(s): velocities within {dv:.2e} m/s of the default");
+        assert!(dv <= 1e-9, "{name} on {np} rank(s): velocities differ from the default's by {dv} m/s");
     }
 }
 

@@ -57,7 +57,7 @@ pub enum Inner<'a> {
     /// APGD, its metric scaled by the diagonal of N or not.
     Apgd { scaled: bool },
     /// Nonsmooth Gauss–Seidel ([`super::pgs::pgs_friction`]).
-    Pgs { layout: &'a Layout, n_local_bodies: usize, order: PgsOrder },
+    Pgs { layout: &'a Layout, n_local_bodies: usize, order: PgsOrder, anderson: usize },
 }
 
 /// Solves the frictional contact problem in place (`f` holds the warm
@@ -84,9 +84,9 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, 
                 let res = apgd(comm, op, &c, p, f, tol, left)?;
                 (c, res)
             }
-            Inner::Pgs { layout, n_local_bodies, order } => {
+            Inner::Pgs { layout, n_local_bodies, order, anderson } => {
                 let c = op.constraint(set);
-                let res = super::pgs::pgs_friction(comm, op, layout, n_local_bodies, &c, p, f, tol, left, order)?;
+                let res = super::pgs::pgs_friction(comm, op, layout, n_local_bodies, &c, p, f, tol, left, order, anderson)?;
                 (c, res)
             }
         };

@@ -14,6 +14,7 @@
 //!
 //! f is a force (N carries the Δt): [`ContactForces::f_n`] holds it, and
 //! the tangential force on body b in [`ContactForces::f_t`].
+pub mod anderson;
 pub mod apgd;
 pub mod coulomb;
 pub mod friction;
@@ -348,7 +349,7 @@ impl CdSolver {
                 let was: Vec<bool> = (0..nc).map(|i| history.contact.get(&contacts.key(i)).is_some_and(|row| slid.of(row)[0] != 0.0)).collect();
                 let coef = coulomb::Coefficients { mu_s: &mu_s, mu_d: &mu_d, sliding: &was };
                 let inner = match set.method.resolved(true) {
-                    CdMethod::Pgs => coulomb::Inner::Pgs { layout: ctx.layout, n_local_bodies: bodies.len(), order: set.pgs_order },
+                    CdMethod::Pgs => coulomb::Inner::Pgs { layout: ctx.layout, n_local_bodies: bodies.len(), order: set.pgs_order, anderson: set.anderson },
                     _ => coulomb::Inner::Apgd { scaled: set.scaling != CdScaling::None },
                 };
                 let out = coulomb::solve(comm, &mut op, &p, &mut f, &coef, set.friction_law, &inner, set.tolerance, set.max_iterations)?;

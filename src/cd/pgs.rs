@@ -29,6 +29,7 @@
 //! 2,500-sphere pack after 40 or 1,000 sweeps, raised the residual
 //! (7e-6 to 2e-4 after 1,000): where sticking contacts outnumber the
 //! bodies' DOFs W_SS is nearly singular, and its solution leaves the cones.
+use super::anderson::Anderson;
 use super::apgd::{threshold, QpResult};
 use super::friction::{Constraint, Set};
 use super::operator::ContactOperator;
@@ -189,6 +190,17 @@ const CHECK_EVERY: u64 = 4;
 /// W over the active rows only: a 2D scene's out-of-plane tangent is no
 /// part of it.
 ///
+/// With `anderson` = m > 0 each sweep's forces are mixed with the last m
+/// sweeps' ([`super::anderson`]) and projected back onto the cones. Sweeps
+/// are linear while no contact changes between open, sticking and
+/// sliding, and there the mixing is GMRES: on a 2,500-sphere frictional
+/// pour 4.4× fewer sweeps (m = 5; 3.6–4.5× for m = 3–10), on a frictional
+/// sheared pack 5×. Restarting the history only when ‖r‖ grows was the
+/// best rule measured (a restart at every change of a contact's state:
+/// 1.3× more sweeps). Where a pack stalls (contacts at |f_t| = μ f_n
+/// flipping between sticking and sliding every few sweeps) it gains
+/// little.
+///
 /// Collective.
 #[allow(clippy::too_many_arguments)]
 pub fn pgs_friction(
@@ -202,6 +214,7 @@ pub fn pgs_friction(
     tol: f64,
     max_it: u32,
     order: PgsOrder,
+    anderson: usize,
 ) -> Result<QpResult> {
     let thr = threshold(p, tol)?;
     debug_assert_eq!(op.rows, 3);
@@ -248,6 +261,7 @@ pub fn pgs_friction(
     let mut nf = vec![0.0; 3 * nc];
     let mut sweeps = 0u64;
     let mut res = f64::INFINITY;
+    let mut accel = (anderson > 0).then(|| (Anderson::new(anderson), vec![0.0; 3 * nc]));
     loop {
         // The exchange between ranks at every sweep, the residual (about
         // 40 % of a sweep's cost) at every CHECK_EVERY-th after the first ones.
@@ -265,6 +279,9 @@ pub fn pgs_friction(
             break;
         }
         sweeps += 1;
+        if let Some((_, x)) = &mut accel {
+            x.copy_from_slice(&fl);
+        }
         for &i in &order {
             let act = &c.act[3 * i..3 * i + 3];
             if !op.active[i] {
@@ -303,6 +320,14 @@ pub fn pgs_friction(
                     apply(&mut w, &mut fl, 1, z[1]);
                     apply(&mut w, &mut fl, 2, z[2]);
                 }
+            }
+        }
+        if let Some((acc, x)) = &mut accel {
+            acc.step(|s| crate::parallel::sum_f64s(comm, s), x, &mut fl);
+            // The mixed forces back onto the cones (the next sweep's w follows them).
+            c.project(&mut fl);
+            for i in (0..nc).filter(|&i| !op.active[i]) {
+                fl[3 * i..3 * i + 3].fill(0.0);
             }
         }
     }

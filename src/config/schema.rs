@@ -790,6 +790,10 @@ pub struct SolverCfg {
     #[serde(default)]
     #[schemars(with = "String", extend("enum" = ["forward", "reverse"]))]
     pub pgs_order: PgsOrder,
+    /// Nonsmooth Gauss–Seidel with friction: how many past sweeps Anderson
+    /// acceleration mixes into the next (0: plain sweeps; default 5).
+    #[serde(default = "default_anderson")]
+    pub anderson: u32,
     /// With friction: "coulomb" (default; the exact law: stick, or slide
     /// at μ_d f_n without opening) or "cone" (the convex relaxation of
     /// Chrono's NSC: one QP, but a sliding contact lifts off at about μ|v_t|).
@@ -814,6 +818,7 @@ impl Default for SolverCfg {
             max_iterations: default_max_it(),
             method: CdMethod::default(),
             pgs_order: PgsOrder::default(),
+            anderson: default_anderson(),
             friction_law: FrictionLaw::default(),
             scaling: CdScaling::default(),
         }
@@ -825,4 +830,7 @@ fn default_tol() -> f64 {
 }
 fn default_max_it() -> u32 {
     10_000
+}
+fn default_anderson() -> u32 {
+    5
 }

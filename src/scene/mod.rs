@@ -385,6 +385,8 @@ pub struct SolverSettings {
     pub method: CdMethod,
     /// `cd` with PGS: contact order within a rank.
     pub pgs_order: PgsOrder,
+    /// `cd` with nonsmooth Gauss–Seidel: Anderson depth (0: off).
+    pub anderson: usize,
     /// `cd` with friction: the exact Coulomb law or its cone relaxation.
     pub friction_law: FrictionLaw,
     /// `cd` with APGD: the step's metric.

@@ -25,6 +25,10 @@ pub(super) fn solver_settings(c: &Ctx, cfg: &SolverCfg, solver: SolverKind) -> R
         },
         method: cfg.method,
         pgs_order: cfg.pgs_order,
+        anderson: match cfg.anderson {
+            m @ 0..=50 => m as usize,
+            _ => return Err(c.err("solver.anderson", "must be at most 50 (the sweeps mixed; 0 turns the acceleration off)")),
+        },
         friction_law: cfg.friction_law,
         scaling: cfg.scaling,
     };
