@@ -398,6 +398,10 @@ def le_section(runs):
     config = "configs/lab-shear-le-frictionless.toml" if mu_p == 0.0 else "configs/lab-shear-le-mu05.toml"
     phis = [round(r["phi"][0], 6) for r in runs]
     second_dt = " A second Δt at one solid fraction checks the time step." if len(set(phis)) < len(phis) else ""
+    pairs = [(round(r["phi"][0], 6), r["dt"]) for r in runs]
+    if len(set(pairs)) < len(pairs):
+        second_dt += (" A solid fraction listed twice at one Δt is a second run of the same pack along another"
+                      " solver path (the guide's Lab tests say which).")
     L = [le_title(mu_p), ""]
     L += [f"Runs measured here: {machine()}. Each row one run of `{config}` "
           f"({runs[0]['bodies']:,} equal beads, a fully periodic cell sheared by Lees–Edwards boundaries at γ̇ = 1 /s, "
