@@ -29,6 +29,10 @@
 //! 2,500-sphere pack after 40 or 1,000 sweeps, raised the residual
 //! (7e-6 to 2e-4 after 1,000): where sticking contacts outnumber the
 //! bodies' DOFs W_SS is nearly singular, and its solution leaves the cones.
+//! Nor Anderson acceleration of the frictionless sweeps: on the settled
+//! 2,500-sphere pack it took 350 sweeps a step where APGD takes about 790
+//! iterations (plain sweeps stop at 5,000), but 1.4× APGD's time, a sweep
+//! with its exchange costing about three APGD iterations.
 use super::anderson::Anderson;
 use super::apgd::{threshold, QpResult};
 use super::friction::{Constraint, Set};
