@@ -22,7 +22,7 @@ const RIDGE: f64 = 1e-10;
 pub struct Anderson {
     /// Depth: differences kept.
     m: usize,
-    /// The last pair (x, g) and ‖r‖ of it (global).
+    /// Of the last pair: r = g − x, g, and ‖r‖ (global).
     last: Option<(Vec<f64>, Vec<f64>, f64)>,
     /// Δg_j and Δr_j, oldest first.
     dg: VecDeque<Vec<f64>>,
@@ -39,10 +39,11 @@ impl Anderson {
         Self { m, last: None, dg: VecDeque::new(), dr: VecDeque::new(), gram: VecDeque::new(), restarts: 0 }
     }
 
-    fn clear(&mut self) {
+    fn restart(&mut self) {
         self.dg.clear();
         self.dr.clear();
         self.gram.clear();
+        self.restarts += 1;
     }
 
     /// Takes the pair (x, g(x)) of this rank's entries and returns the next
@@ -52,9 +53,7 @@ impl Anderson {
         let r: Vec<f64> = g.iter().zip(x).map(|(g, x)| g - x).collect();
         let k = self.dr.len();
         // Global: ‖r‖², and with a previous pair Δr·Δr_j (j < k), Δr·Δr, Δr·r and Δr_j·r.
-        let new_dr: Option<Vec<f64>> = self.last.as_ref().map(|(lx, lg, _)| {
-            r.iter().zip(lg.iter().zip(lx)).map(|(r, (lg, lx))| r - (lg - lx)).collect()
-        });
+        let new_dr: Option<Vec<f64>> = self.last.as_ref().map(|(lr, _, _)| r.iter().zip(lr).map(|(r, lr)| r - lr).collect());
         let mut sums = vec![0.0; 2 * k + 3];
         sums[0] = dot(&r, &r);
         if let Some(d) = &new_dr {
@@ -68,15 +67,14 @@ impl Anderson {
         sum(&mut sums);
         let norm = sums[0].sqrt();
         let Some(d) = new_dr else {
-            self.last = Some((x.to_vec(), g.to_vec(), norm));
+            self.last = Some((r, g.to_vec(), norm));
             return;
         };
         let (_, lg, last_norm) = self.last.take().expect("a previous pair");
         if norm > last_norm {
             // A state changed (or the mixing overshot): restart from here.
-            self.clear();
-            self.restarts += 1;
-            self.last = Some((x.to_vec(), g.to_vec(), norm));
+            self.restart();
+            self.last = Some((r, g.to_vec(), norm));
             return;
         }
         // Append Δr, Δg; the dot products of the kept ones with r stay valid.
@@ -98,7 +96,7 @@ impl Anderson {
             }
             dr_r.remove(0);
         }
-        self.last = Some((x.to_vec(), g.to_vec(), norm));
+        self.last = Some((r, g.to_vec(), norm));
         let n = self.dr.len();
         let mut a = DMatrix::from_fn(n, n, |i, j| self.gram[i][j]);
         let trace: f64 = (0..n).map(|i| a[(i, i)]).sum();
@@ -107,8 +105,7 @@ impl Anderson {
         }
         // Every rank holds the same reduced numbers, so every rank decides alike.
         let Some(chol) = a.cholesky() else {
-            self.clear();
-            self.restarts += 1;
+            self.restart();
             return;
         };
         let gamma = chol.solve(&DVector::from_vec(dr_r));

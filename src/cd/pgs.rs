@@ -328,11 +328,10 @@ pub fn pgs_friction(
         }
         if let Some((acc, x)) = &mut accel {
             acc.step(|s| crate::parallel::sum_f64s(comm, s), x, &mut fl);
-            // The mixed forces back onto the cones (the next sweep's w follows them).
+            // The mixed forces back onto the cones (the next sweep's w follows
+            // them). An inactive contact's entries stay 0: every sweep zeroes
+            // them, so its x, g and Δg are 0 from the second pair on.
             c.project(&mut fl);
-            for i in (0..nc).filter(|&i| !op.active[i]) {
-                fl[3 * i..3 * i + 3].fill(0.0);
-            }
         }
     }
     Ok(QpResult { iterations: sweeps, residual: res, threshold: thr, converged: res <= thr, ..Default::default() })
