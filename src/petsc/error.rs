@@ -2,6 +2,7 @@
 //! message of a failing call, and the `check` helper every wrapper uses.
 use super::ffi;
 use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// A failed PETSc call: the PETSc error code and a readable message
@@ -32,11 +33,16 @@ pub type Result<T> = std::result::Result<T, PetscError>;
 /// each caller on the way up (`PETSC_ERROR_REPEAT`), which we ignore.
 static LAST: Mutex<Option<String>> = Mutex::new(None);
 
+/// Whether `LAST` may hold a message: lets the successful `check` of a hot
+/// loop (one per `MatSetValuesBlocked`) skip the lock.
+static PENDING: AtomicBool = AtomicBool::new(false);
+
 /// Records a message for the next failing `check` (used by callbacks whose
 /// error PETSc only sees as a code).
 pub(crate) fn record(message: String) {
     if let Ok(mut last) = LAST.lock() {
         *last = Some(message);
+        PENDING.store(true, Ordering::Release);
     }
 }
 
@@ -67,6 +73,7 @@ pub(crate) unsafe extern "C" fn error_handler(
         if let Ok(mut last) = LAST.lock() {
             if last.is_none() {
                 *last = Some(text);
+                PENDING.store(true, Ordering::Release);
             }
         }
     }
@@ -76,7 +83,13 @@ pub(crate) unsafe extern "C" fn error_handler(
 /// Turns a `PetscErrorCode` into a `Result`, with PETSc's text for the code and
 /// the recorded specific message.
 pub(crate) fn check(code: ffi::PetscErrorCode) -> Result<()> {
-    let specific = LAST.lock().ok().and_then(|mut l| l.take());
+    if code == 0 && !PENDING.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let specific = LAST.lock().ok().and_then(|mut l| {
+        PENDING.store(false, Ordering::Release);
+        l.take()
+    });
     if code == 0 {
         return Ok(());
     }
