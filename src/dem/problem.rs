@@ -543,6 +543,17 @@ pub(super) const ENERGY_SEARCH_EVALUATIONS: usize = 8;
 /// One Newton solve by SNES; returns (converged, Newton iterations, KSP
 /// iterations, solution). `full_steps`: the "basic" line search instead of
 /// PETSc's backtracking.
+///
+/// Newton starts from zero increments. A predictor (v Δt + a Δt²/2 per
+/// body, cut by the gap limit, taken where it lowers ‖F‖) was measured and
+/// not kept: on the collapsing tetrapods it took ‖F‖ from 3.6e6 to ~1.5e5,
+/// what the first Newton iteration does, and saved 3 % of the Newton
+/// iterations (the dropped pyramid 4 %) for two more residual
+/// evaluations a step. A frictional tetrapod step takes ~9 iterations
+/// against ~5.5 without friction because about 1,000 of its 6,800
+/// contacts switch between sticking and sliding, and 100 between open and
+/// closed, over its first three iterations; the stiff end converges
+/// quadratically.
 pub(super) fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: bool) -> Result<(bool, i64, u64, Vector), SolverError> {
     let comm = prob.ctx.comm;
     let n = prob.n_owned();
