@@ -8,7 +8,6 @@
 //! unless `CI` or `STIFFGRAIN_REQUIRE_PYTHON` is set, where they fail.
 mod common;
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -108,22 +107,8 @@ fn ok(out: Output, what: &str) -> String {
 /// Tiny scene: a few hundred spheres, a few steps.
 const TINY: &str = "generate[0].count=300 generate[0].box_max=[0.1,0.1,0.1] simulation.t_end=0.005";
 
-fn read_csv(path: &Path) -> (Vec<String>, Vec<BTreeMap<String, f64>>) {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().expect("CSV header").split(',').map(str::to_string).collect();
-    let rows = lines
-        .map(|l| {
-            let v: Vec<f64> = l.split(',').map(|x| x.parse().unwrap_or_else(|_| panic!("not a number: {x} in {l}"))).collect();
-            assert_eq!(v.len(), header.len(), "row width: {l}");
-            header.iter().cloned().zip(v).collect()
-        })
-        .collect();
-    (header, rows)
-}
-
 fn check_rows(csv: &Path, ranks: &[f64], bodies: &[f64], steps: f64) {
-    let (header, rows) = read_csv(csv);
+    let (header, rows) = common::read_csv(csv);
     assert_eq!(&header[..5], ["ranks", "bodies", "contacts", "steps", "wall_per_step"], "{}", csv.display());
     for p in ["migration", "narrow_phase", "solve", "output"] {
         assert!(header.iter().any(|h| h == p), "no {p} column in {header:?}");

@@ -147,16 +147,8 @@ fn one_block_at_rest_on_the_ground_carries_its_weight() {
 /// The ground's z reaction in series.csv (`wall0_fz`, the force on the
 /// wall) at each row from time `from` on.
 fn ground_reaction_series(out: &Path, from: f64) -> Vec<f64> {
-    let text = std::fs::read_to_string(out.join("series.csv")).expect("series.csv");
-    let mut lines = text.lines();
-    let head: Vec<&str> = lines.next().expect("header").split(',').collect();
-    let col = |name: &str| head.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name} column"));
-    let (t, fz) = (col("time"), col("wall0_fz"));
-    lines
-        .map(|l| l.split(',').map(|v| v.parse::<f64>().expect("a number")).collect::<Vec<_>>())
-        .filter(|v| v[t] >= from)
-        .map(|v| -v[fz])
-        .collect()
+    let (_, rows) = common::read_csv(&out.join("series.csv"));
+    rows.iter().filter(|r| r["time"] >= from).map(|r| -r["wall0_fz"]).collect()
 }
 
 #[test]

@@ -254,3 +254,19 @@ pub fn last_frame_bits(out: &Path) -> Vec<(String, Vec<u64>)> {
     }
     v
 }
+
+/// A CSV of numbers with a header line (series.csv, the scaling scripts'
+/// tables): the header and one map per row.
+pub fn read_csv(path: &Path) -> (Vec<String>, Vec<std::collections::BTreeMap<String, f64>>) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().expect("CSV header").split(',').map(str::to_string).collect();
+    let rows = lines
+        .map(|l| {
+            let v: Vec<f64> = l.split(',').map(|x| x.parse().unwrap_or_else(|_| panic!("not a number: {x} in {l}"))).collect();
+            assert_eq!(v.len(), header.len(), "row width: {l}");
+            header.iter().cloned().zip(v).collect()
+        })
+        .collect();
+    (header, rows)
+}
