@@ -16,6 +16,13 @@
 //! contact is at most r in the min sense; with friction, the largest
 //! natural-map residual |f − P(f − (Nf + p))| of a contact. The iterate
 //! with the smallest r is returned.
+//!
+//! MPRGP (Dostál's conjugate gradients with proportioning and projections,
+//! Jacobi-scaled, expansion by the projected CG step) was measured on the
+//! settled 10⁴-sphere pack and not kept: 600–700 steps a solve, ~450 of
+//! them CG steps on the free face, against APGD's 570–870 iterations, and
+//! 1.6× APGD's time. The face itself is ill-conditioned, not the active
+//! set hard to find.
 use super::friction::{Constraint, Set};
 use super::operator::ContactOperator;
 use crate::parallel::Comm;
