@@ -10,6 +10,14 @@
 //! μ_s and μ_d: a contact slides when its trial force exceeds μ_s f_n, or
 //! μ_d f_n when it slid at the previous solve or round; a sliding contact
 //! is bounded by μ_d f_n, the others by μ_s f_n.
+//!
+//! Where it stands: on a settled random pack (2,500 spheres, μ = 0.5) the
+//! first round's Newton creeps (‖∇Π‖ 2.9 → 0.7 in 100 steps). The
+//! gradient left is translational and spread over the pack (the 20 worst
+//! bodies carry a third of ‖∇Π‖²), not on a few mechanisms; giving the 29
+//! contacts that slide in the CD step Coulomb's force along their CD slip
+//! (instead of a spring that reaches it only as |s| → ∞) did not change
+//! it, nor did the full k_t on sliding springs in the Newton matrix.
 use super::dual::{spring, Dual, DualResult, Tangential};
 use crate::petsc::{Result, Vector};
 
