@@ -395,11 +395,15 @@ impl CdSolver {
             self.stats.contact_applies += (op.applies - applies0) * nc as u64;
             if !res.converged {
                 self.stats.not_converged += 1;
-                if let Some(more) = crate::logging::step_warning(self.earlier[0] + self.stats.not_converged, "cd_steps_not_converged") {
+                let n = self.earlier[0] + self.stats.not_converged;
+                if let Some(more) = crate::logging::step_warning(n, "cd_steps_not_converged") {
                     let method = set.method.resolved(self.friction);
                     let what = if self.friction { format!("{:?} friction, {method:?}", set.friction_law) } else { format!("{method:?}") }.to_lowercase();
+                    // Settled frictional packs stall a few times above a
+                    // tight threshold (the CD chapter measures it).
+                    let hint = if self.friction && n == 1 { "; frictional packs often stall just above a tight tolerance: solver.tolerance = 1e-4 ends the steps of settled packs (the guide's CD chapter, friction)" } else { "" };
                     log::warn!(
-                        "step {}: cd ({what}) stopped after {} iterations at residual {:e} (threshold {:e}){more}",
+                        "step {}: cd ({what}) stopped after {} iterations at residual {:e} (threshold {:e}){hint}{more}",
                         ctx.step,
                         res.iterations,
                         res.residual,
