@@ -17,7 +17,9 @@
 //! bodies carry a third of ‖∇Π‖²), not on a few mechanisms; giving the 29
 //! contacts that slide in the CD step Coulomb's force along their CD slip
 //! (instead of a spring that reaches it only as |s| → ∞) did not change
-//! it, nor did the full k_t on sliding springs in the Newton matrix.
+//! it, nor did the full k_t on sliding springs in the Newton matrix, nor
+//! exact linear solves (LU on 1 rank: the same 100 steps), so it is the
+//! Newton path on the nonsmooth Π, not CG.
 use super::dual::{spring, Dual, DualResult, Tangential};
 use crate::petsc::{Result, Vector};
 
