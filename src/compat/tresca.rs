@@ -19,7 +19,8 @@
 //! (instead of a spring that reaches it only as |s| → ∞) did not change
 //! it, nor did the full k_t on sliding springs in the Newton matrix, nor
 //! exact linear solves (LU on 1 rank: the same 100 steps), so it is the
-//! Newton path on the nonsmooth Π, not CG.
+//! Newton path on the nonsmooth Π, not CG; a Levenberg–Marquardt term 100
+//! or 1,000 times larger neither.
 use super::dual::{spring, Dual, DualResult, Tangential};
 use crate::petsc::{Result, Vector};
 
