@@ -28,7 +28,11 @@
 //! τ = 0 of contacts without normal force (and τ = μ f_n where the pack
 //! needs all of it) leave almost no force field strictly inside the
 //! bounds, and Π's infimum is then approached only as |u| grows (‖u‖
-//! grows through the creep).
+//! grows through the creep). A round's forces are still unique (their
+//! complementary energy is strictly convex and the CD forces are
+//! admissible): a solver over the forces (the frictionless path's
+//! augmented Lagrangian, projecting onto the Tresca discs) would reach
+//! them where Newton over u cannot.
 use super::dual::{spring, Dual, DualResult, Tangential};
 use crate::petsc::{Result, Vector};
 
