@@ -30,9 +30,13 @@
 //! bounds, and Π's infimum is then approached only as |u| grows (‖u‖
 //! grows through the creep). A round's forces are still unique (their
 //! complementary energy is strictly convex and the CD forces are
-//! admissible): a solver over the forces (the frictionless path's
-//! augmented Lagrangian, projecting onto the Tresca discs) would reach
-//! them where Newton over u cannot.
+//! admissible): a solver over the forces reaches them where Newton over u
+//! cannot. Measured on that pack (a prototype of the frictionless path's
+//! augmented Lagrangian, APGD subproblems projecting onto the Tresca
+//! discs, first round, μ = 0.5): feasibility 1.4e-3 after 7 outer
+//! iterations (14,000 APGD steps, 20 s; Newton over u stops at 1.2e-2),
+//! then 7e-6 while the penalty grows to 1e17 and the multiplier −u with
+//! it: the displacements of the round have no finite limit, its forces do.
 use super::dual::{spring, Dual, DualResult, Tangential};
 use crate::petsc::{Result, Vector};
 
