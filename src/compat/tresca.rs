@@ -34,7 +34,7 @@
 //! cannot. Measured on that pack (a prototype of the frictionless path's
 //! augmented Lagrangian, APGD subproblems projecting onto the Tresca
 //! discs, first round, μ = 0.5): feasibility 1.4e-3 after 7 outer
-//! iterations (14,000 APGD steps, 20 s; Newton over u stops at 1.2e-2),
+//! iterations (14,000 APGD steps, about 20 s; Newton over u stops at 1.2e-2),
 //! then 7e-6 while the penalty grows to 1e17 and the multiplier −u with
 //! it: the displacements of the round have no finite limit, its forces do.
 use super::dual::{spring, Dual, DualResult, Tangential};
