@@ -12,31 +12,18 @@
 //! is bounded by μ_d f_n, the others by μ_s f_n.
 //!
 //! Where it stands: on a settled random pack (2,500 spheres, μ = 0.5) the
-//! first round's Newton creeps (‖∇Π‖ 2.9 → 0.7 in 100 steps). The
-//! gradient left is translational and spread over the pack (the 20 worst
-//! bodies carry a third of ‖∇Π‖²), not on a few mechanisms; giving the 29
-//! contacts that slide in the CD step Coulomb's force along their CD slip
-//! (instead of a spring that reaches it only as |s| → ∞) did not change
-//! it, nor did the full k_t on sliding springs in the Newton matrix, nor
-//! exact linear solves (LU on 1 rank: the same 100 steps), so it is the
-//! Newton path on the nonsmooth Π, not CG; a Levenberg–Marquardt term 100
-//! or 1,000 times larger neither. What does change it: at μ = 10 the first
-//! round converges in 11 Newton steps when every bound has a floor,
-//! τ = μ max(f_n0, 0.1 × mean f_n0), against 100+ without; but the next
-//! round (τ from its compatible f_n, zero on the contacts it opens)
-//! creeps again, and at μ = 0.5 the floor does not help. So the bounds
-//! τ = 0 of contacts without normal force (and τ = μ f_n where the pack
-//! needs all of it) leave almost no force field strictly inside the
-//! bounds, and Π's infimum is then approached only as |u| grows (‖u‖
-//! grows through the creep). A round's forces are still unique (their
-//! complementary energy is strictly convex and the CD forces are
-//! admissible): a solver over the forces reaches them where Newton over u
-//! cannot. Measured on that pack (a prototype of the frictionless path's
-//! augmented Lagrangian, APGD subproblems projecting onto the Tresca
-//! discs, first round, μ = 0.5): feasibility 1.4e-3 after 7 outer
-//! iterations (14,000 APGD steps, about 20 s; Newton over u stops at 1.2e-2),
-//! then 7e-6 while the penalty grows to 1e17 and the multiplier −u with
-//! it: the displacements of the round have no finite limit, its forces do.
+//! first round's Newton creeps (‖∇Π‖ 2.9 → 0.7 in 100 steps) with exact
+//! linear solves too, a 100× larger Levenberg–Marquardt term, full k_t on
+//! sliding springs, or Coulomb's force fixed along the CD slip on the
+//! contacts that slide in the step. The bounds τ = 0 of contacts without
+//! normal force, and τ = μ f_n where the pack needs all of it, leave
+//! almost no force field strictly inside the bounds, so Π's infimum is
+//! approached only as |u| → ∞ (at μ = 10 a floor τ ≥ 0.1 μ mean f_n0 lets
+//! the first round converge in 11 steps; the next round creeps again). A
+//! round's forces are unique all the same: a prototype augmented
+//! Lagrangian over the forces (APGD projecting onto the Tresca discs)
+//! reached feasibility 1.4e-3 in 7 outer iterations and 7e-6 as its
+//! penalty grew to 1e17, its multiplier −u growing with it.
 use super::dual::{spring, Dual, DualResult, Tangential};
 use crate::petsc::{Result, Vector};
 
