@@ -772,7 +772,7 @@ fn default_true() -> bool {
 #[serde(deny_unknown_fields)]
 #[schemars(extend("x-solvers" = ["cd", "compatible-cd"]))]
 pub struct SolverCfg {
-    /// Stop when max |min(f, Nf + p)| ≤ tolerance × max |p| (relative).
+    /// Stop when max |min(f, Nf + p)| ≤ tolerance × max |p| (relative; on a pack max |p| is about `contact.distance` / Δt). On settled frictional packs 1e-4 ends the steps that stall at 1e-6 (see the CD chapter's friction section).
     #[serde(default = "default_tol")]
     #[schemars(extend("x-unit" = "1"))]
     pub tolerance: f64,
