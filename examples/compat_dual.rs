@@ -17,7 +17,7 @@
 //! history; newton and apgd only), whose line also gives `rounds`.
 use mpi::traits::*;
 use stiffgrain::cd::{apgd, operator::ContactOperator, rhs};
-use stiffgrain::compat::{dual::Dual, dual_apgd, leave_out_open, newton, relative_stiffness, solve as solve_al, solve_dual, tresca, FrictionIn};
+use stiffgrain::compat::{dual::Dual, dual_apgd, cd_slip, leave_out_open, mu_min, newton, relative_stiffness, solve as solve_al, solve_dual, tresca, FrictionIn};
 use stiffgrain::world::World as Sim;
 use stiffgrain::parallel;
 use stiffgrain::petsc::{self, Vector};
@@ -101,6 +101,8 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     if world.rank() == 0 && open > 0 {
         println!("open_contacts={open}");
     }
+    // As compatible-cd does: contacts sliding in CD keep CD's ratio f_t/f_n.
+    let slip = if frictional { cd_slip(&mut op, &f_cd, &p, thr, &k, &mu_min(&mu_s, &mu_d))? } else { Vec::new() };
     let set = &scene.compat;
     let contacts = parallel::sum_u64(world, sim.contacts().len() as u64);
     let mut reference: Option<Vec<f64>> = None;
@@ -120,7 +122,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
             let (t0, c0) = (std::time::Instant::now(), cpu_seconds());
             if frictional {
                 let fr = FrictionIn {
-                    coulomb: tresca::Friction { mu_s: &mu_s, mu_d: &mu_d, was_sliding: &no_slip, kappa: set.tangential_ratio },
+                    coulomb: tresca::Friction { mu_s: &mu_s, mu_d: &mu_d, was_sliding: &no_slip, kappa: set.tangential_ratio, slip: &slip },
                     anchor: &no_history,
                 };
                 let mut s: stiffgrain::scene::CompatSettings = (**set).clone();

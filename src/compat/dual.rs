@@ -51,6 +51,11 @@ pub struct Tangential {
     pub kt: Vec<f64>,
     /// μ of each contact (μ_s, or μ_d where it slides).
     pub mu: Vec<f64>,
+    /// f_t / f_n of the CD step along (t1, t2) where the contact slides in
+    /// it (else `None`): in the rigid limit such a spring is at its bound
+    /// along the slip, so its tangential force is this ratio times f_n
+    /// (CD's f_n in a Tresca round, f_n(u) when `coupled`).
+    pub slip: Vec<Option<[f64; 2]>>,
     pub coupled: bool,
 }
 
@@ -64,14 +69,35 @@ impl Tangential {
         }
     }
 
+    /// The normal force a sliding contact's ratio multiplies: CD's (τ/μ)
+    /// in a Tresca round, `f_n` when coupled.
+    fn slip_normal(&self, i: usize, f_n: f64) -> f64 {
+        if self.coupled {
+            f_n.max(0.0)
+        } else if self.mu[i] > 0.0 {
+            self.tau[i] / self.mu[i]
+        } else {
+            0.0
+        }
+    }
+
     /// s = e + B_t u from `bt_u` = B_t u, and the force on b along (t1, t2)
-    /// ([`spring`]) at normal force `f_n`.
+    /// ([`spring`], or CD's slip ratio) at normal force `f_n`.
     pub fn force(&self, i: usize, bt_u: [f64; 2], f_n: f64) -> ([f64; 2], [f64; 2]) {
+        if let Some(c) = self.slip[i] {
+            let (s, r) = ([self.anchor[i][0] + bt_u[0], self.anchor[i][1] + bt_u[1]], self.slip_normal(i, f_n));
+            return (s, [c[0] * r, c[1] * r]);
+        }
         spring(self.anchor[i], self.bound(i, f_n), self.kt[i], bt_u)
     }
 
     /// ψ(s): ½ k_t |s|² within the bound, τ |s| − τ²/(2 k_t) beyond.
     fn energy(&self, i: usize, s: [f64; 2], f_n: f64) -> f64 {
+        if let Some(c) = self.slip[i] {
+            // A constant force f: ψ = −f·s.
+            let r = self.slip_normal(i, f_n);
+            return -r * (c[0] * s[0] + c[1] * s[1]);
+        }
         let (tau, kt) = (self.bound(i, f_n), self.kt[i]);
         if !(tau > 0.0 && kt > 0.0) {
             return 0.0;
@@ -87,11 +113,17 @@ impl Tangential {
     /// −∂f_t/∂(B_t u) (2×2, row-major) plus `open` k_t along the
     /// directions in which the spring gives way (the slip direction, or
     /// both when τ = 0); and −∂f_t/∂(B_n u) = −μ w_n ŝ of a sliding
-    /// spring when `coupled` (w_n the normal weight).
+    /// spring (c w_n of a contact sliding in CD at ratio c) when `coupled`
+    /// (w_n the normal weight).
     fn jacobian(&self, i: usize, s: [f64; 2], f_n: f64, w_n: f64, open: f64) -> ([f64; 4], [f64; 2]) {
         let (tau, kt) = (self.bound(i, f_n), self.kt[i]);
         if kt <= 0.0 {
             return ([0.0; 4], [0.0; 2]);
+        }
+        if let Some(c) = self.slip[i] {
+            let w = open.max(SLIP_FLOOR) * kt;
+            let tn = if self.coupled { [c[0] * w_n, c[1] * w_n] } else { [0.0; 2] };
+            return ([w, 0.0, 0.0, w], tn);
         }
         if tau <= 0.0 {
             return ([open * kt, 0.0, 0.0, open * kt], [0.0; 2]);

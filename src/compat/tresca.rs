@@ -11,19 +11,24 @@
 //! μ_d f_n when it slid at the previous solve or round; a sliding contact
 //! is bounded by μ_d f_n, the others by μ_s f_n.
 //!
-//! Where it stands: on a settled random pack (2,500 spheres, μ = 0.5) the
-//! first round's Newton creeps (‖∇Π‖ 2.9 → 0.7 in 100 steps) with exact
-//! linear solves too, a 100× larger Levenberg–Marquardt term, full k_t on
-//! sliding springs, or Coulomb's force fixed along the CD slip on the
-//! contacts that slide in the step. The bounds τ = 0 of contacts without
-//! normal force, and τ = μ f_n where the pack needs all of it, leave
-//! almost no force field strictly inside the bounds, so Π's infimum is
-//! approached only as |u| → ∞ (at μ = 10 a floor τ ≥ 0.1 μ mean f_n0 lets
-//! the first round converge in 11 steps; the next round creeps again). A
-//! round's forces are unique all the same: a prototype augmented
-//! Lagrangian over the forces (APGD projecting onto the Tresca discs)
-//! reached feasibility 1.4e-3 in 7 outer iterations and 7e-6 as its
-//! penalty grew to 1e17, its multiplier −u growing with it.
+//! Contacts that slide in the CD step: in the rigid limit their spring is
+//! at its bound along the slip whatever its history, so their tangential
+//! force is CD's ratio f_t/f_n times their normal force
+//! ([`super::cd_slip`]). As springs they would need CD's slip direction
+//! exactly, which a spring with another history reaches only as |u| → ∞:
+//! the steps of a pour in which grains collide and slide did not converge.
+//!
+//! Where it stands: on settled random packs (2,500 spheres, μ = 0.5) the
+//! solves still do not converge, whether the first round takes CD's normal
+//! forces or those of the stick network (which Newton solves in 11
+//! steps), by Tresca rounds or the coupled Coulomb Newton, with the load
+//! in one increment or in ten: a third of the contacts slide at a tenth of
+//! the load already (without history the Hookean problem is homogeneous
+//! in the load), an eighth at μ = 10. Augmented Lagrangians over the
+//! forces (APGD onto the Tresca discs, or onto the associated Coulomb
+//! cone) stall near feasibility 1e-3 at a fixed penalty with a third of
+//! the contacts on their bound: the admissible forces of these packs have
+//! almost no interior, so Π's infimum is approached only as |u| → ∞.
 use super::dual::{spring, Dual, DualResult, Tangential};
 use crate::petsc::{Result, Vector};
 
@@ -47,6 +52,9 @@ pub struct Friction<'a> {
     pub was_sliding: &'a [bool],
     /// k_t / k_n.
     pub kappa: f64,
+    /// f_t / f_n of CD along (t1, t2) where the contact slides in the CD
+    /// step ([`super::cd_slip`]), else `None`.
+    pub slip: &'a [Option<[f64; 2]>],
 }
 
 /// How the rounds ended.
@@ -85,7 +93,7 @@ where
     S: FnMut(&Dual, Option<Vector>) -> Result<DualResult>,
 {
     let nc = dual.k.len();
-    let mut sliding = fr.was_sliding.to_vec();
+    let mut sliding: Vec<bool> = (0..nc).map(|i| fr.was_sliding[i] || fr.slip[i].is_some()).collect();
     let mu_of = |sliding: bool, i: usize| if sliding { fr.mu_d[i] } else { fr.mu_s[i] };
     let mu: Vec<f64> = (0..nc).map(|i| mu_of(sliding[i], i)).collect();
     dual.friction = Some(Tangential {
@@ -93,6 +101,7 @@ where
         tau: (0..nc).map(|i| mu[i] * f_n0[i].max(0.0)).collect(),
         kt: (0..nc).map(|i| stiffness(dual, fr.kappa, i, f_n0[i])).collect(),
         mu,
+        slip: fr.slip.to_vec(),
         coupled: false,
     });
     let mut u = u0;
@@ -118,12 +127,15 @@ where
                 let (s, f_old) = t.force(i, bt_u, f_n);
                 kt[i] = stiffness(dual, fr.kappa, i, f_n);
                 let trial = kt[i] * s[0].hypot(s[1]);
-                let slides = trial > fr.mu_s[i] * f_n.max(0.0) || (sliding[i] && trial > fr.mu_d[i] * f_n.max(0.0));
+                let slides = fr.slip[i].is_some() || trial > fr.mu_s[i] * f_n.max(0.0) || (sliding[i] && trial > fr.mu_d[i] * f_n.max(0.0));
                 switched += (slides != sliding[i] && fr.mu_s[i] != fr.mu_d[i]) as u64;
                 sliding[i] = slides;
                 mu[i] = mu_of(slides, i);
                 tau[i] = mu[i] * f_n.max(0.0);
-                let (_, f_new) = spring(t.anchor[i], tau[i], kt[i], bt_u);
+                let f_new = match fr.slip[i] {
+                    Some(c) => [c[0] * f_n.max(0.0), c[1] * f_n.max(0.0)],
+                    None => spring(t.anchor[i], tau[i], kt[i], bt_u).1,
+                };
                 change = change.max((f_new[0] - f_old[0]).hypot(f_new[1] - f_old[1]));
             }
         }
