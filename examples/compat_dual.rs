@@ -17,7 +17,7 @@
 //! history; newton and apgd only), whose line also gives `rounds`.
 use mpi::traits::*;
 use stiffgrain::cd::{apgd, operator::ContactOperator, rhs};
-use stiffgrain::compat::{dual::Dual, dual_apgd, cd_slip, leave_out_open, mu_min, newton, relative_stiffness, solve as solve_al, solve_dual, tresca, FrictionIn};
+use stiffgrain::compat::{dual::Dual, dual_apgd, cd_slip, end_velocities, leave_out_open, newton, relative_stiffness, solve as solve_al, solve_dual, tresca, FrictionIn};
 use stiffgrain::world::World as Sim;
 use stiffgrain::parallel;
 use stiffgrain::petsc::{self, Vector};
@@ -97,12 +97,13 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let mut k = relative_stiffness(scene, sim.bodies(), sim.contacts());
     // As compatible-cd does: contacts CD leaves open are not truss bars.
     let thr = apgd::threshold(&p, scene.solver.tolerance)?;
-    let open = leave_out_open(world, &mut op, &f_cd, &p, thr, &mut k)?;
+    let w = end_velocities(&mut op, &f_cd, &p)?;
+    let open = leave_out_open(world, &op, &f_cd, &w, thr, &mut k)?;
     if world.rank() == 0 && open > 0 {
         println!("open_contacts={open}");
     }
     // As compatible-cd does: contacts sliding in CD keep CD's ratio f_t/f_n.
-    let slip = if frictional { cd_slip(&mut op, &f_cd, &p, thr, &k, &mu_min(&mu_s, &mu_d))? } else { Vec::new() };
+    let slip = if frictional { cd_slip(&f_cd, &w, thr, &k, &mu_s, &mu_d)? } else { Vec::new() };
     let set = &scene.compat;
     let contacts = parallel::sum_u64(world, sim.contacts().len() as u64);
     let mut reference: Option<Vec<f64>> = None;

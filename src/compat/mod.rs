@@ -254,10 +254,11 @@ impl Solver for CompatibleCdSolver {
             let t0 = std::time::Instant::now();
             let mut k = relative_stiffness(ctx.scene, b, ctx.contacts);
             let thr = crate::cd::apgd::threshold(p, ctx.scene.solver.tolerance)?;
-            let open = leave_out_open(ctx.comm, op, f, p, thr, &mut k)?;
+            let w = end_velocities(op, f, p)?;
+            let open = leave_out_open(ctx.comm, op, f, &w, thr, &mut k)?;
             log::debug!("step {}: compatibility leaves out {open} contacts CD left open", ctx.step);
             let (mu_s, mu_d): (Vec<f64>, Vec<f64>) = if friction { (0..nc).map(|i| crate::cd::friction::coefficients(ctx.scene, b, ctx.contacts, i)).unzip() } else { Default::default() };
-            let slip = if friction { cd_slip(op, f, p, thr, &k, &mu_min(&mu_s, &mu_d))? } else { Vec::new() };
+            let slip = if friction { cd_slip(f, &w, thr, &k, &mu_s, &mu_d)? } else { Vec::new() };
             let fr = friction.then(|| FrictionIn { coulomb: tresca::Friction { mu_s: &mu_s, mu_d: &mu_d, was_sliding: &was_sliding, kappa, slip: &slip }, anchor: &anchor });
             let mut res = match set.method {
                 CompatMethod::AugmentedLagrangian => solve(ctx.comm, op, f, &k, set)?,
@@ -374,21 +375,29 @@ impl Solver for CompatibleCdSolver {
 /// threshold (so closure within CD's own accuracy still counts as closed).
 pub const OPEN_FACTOR: f64 = 10.0;
 
-/// Leaves the contacts that CD leaves open (f_i = 0 and (N f + p)_i >
-/// [`OPEN_FACTOR`] · `thr`) out of eq 36 by zeroing their k̃: as zero-gap
+/// w = N f + p: the constraint velocities at the end of the CD step whose
+/// forces are `f_cd`. Collective.
+pub fn end_velocities(op: &mut ContactOperator, f_cd: &Vector, p: &Vector) -> Result<Vector> {
+    let mut w = op.contact_vec()?;
+    op.apply_n(f_cd, &mut w)?;
+    w.axpy(1.0, p)?;
+    Ok(w)
+}
+
+/// Leaves the contacts that CD leaves open (f_i = 0 and their end
+/// velocity w_i = (N f + p)_i above [`OPEN_FACTOR`] · `thr`, `w` from
+/// [`end_velocities`]) out of eq 36 by zeroing their k̃: as zero-gap
 /// truss bars they would carry force across a gap that, in the rigid limit
 /// of a stiff DEM, never closes. Contacts within `contact.distance` but
 /// apart are most of a random pack's list (55 % of a poured 10^4-sphere
 /// pack), and with them the truss is the wrong one. Returns how many were
 /// left out on all ranks. Collective.
-pub fn leave_out_open(comm: &Comm, op: &mut ContactOperator, f_cd: &Vector, p: &Vector, thr: f64, k: &mut [f64]) -> Result<u64> {
-    let mut nf = op.contact_vec()?;
-    op.apply_n(f_cd, &mut nf)?;
-    let (fv, nv, pv) = (f_cd.view()?, nf.view()?, p.view()?);
+pub fn leave_out_open(comm: &Comm, op: &ContactOperator, f_cd: &Vector, w: &Vector, thr: f64, k: &mut [f64]) -> Result<u64> {
+    let (fv, wv) = (f_cd.view()?, w.view()?);
     let mut open = 0u64;
     let r = op.rows;
     for (i, ki) in k.iter_mut().enumerate() {
-        if fv[r * i] <= 0.0 && nv[r * i] + pv[r * i] > OPEN_FACTOR * thr && *ki != 0.0 {
+        if fv[r * i] <= 0.0 && wv[r * i] > OPEN_FACTOR * thr && *ki != 0.0 {
             *ki = 0.0;
             open += 1;
         }
@@ -396,21 +405,18 @@ pub fn leave_out_open(comm: &Comm, op: &mut ContactOperator, f_cd: &Vector, p: &
     Ok(crate::parallel::sum_u64(comm, open))
 }
 
-/// Per local contact of a frictional `op`: CD's f_t / f_n along (t1, t2)
-/// where the contact is a truss bar (k̃ > 0) that slides at the end of the
-/// CD step, else `None`. Sliding: the force on the cone (|f_t| within
-/// [`ON_CONE`] of μ f_n, `mu` = the smaller of μ_s and μ_d per contact)
-/// and a relative tangential speed |N f + p|_t above [`SLIDING`] × CD's
-/// threshold `thr`. Collective (one N apply).
-pub fn cd_slip(op: &mut ContactOperator, f_cd: &Vector, p: &Vector, thr: f64, k: &[f64], mu: &[f64]) -> Result<Vec<Option<[f64; 2]>>> {
-    let mut w = op.contact_vec()?;
-    op.apply_n(f_cd, &mut w)?;
-    w.axpy(1.0, p)?;
+/// Per local contact of a frictional problem: CD's f_t / f_n along
+/// (t1, t2) where the contact is a truss bar (k̃ > 0) that slides at the
+/// end of the CD step, else `None`. Sliding: the force on the cone (|f_t|
+/// within [`ON_CONE`] of μ f_n, μ the smaller of μ_s and μ_d) and a
+/// relative tangential speed |w_t| ([`end_velocities`]) above [`SLIDING`]
+/// × CD's threshold `thr`.
+pub fn cd_slip(f_cd: &Vector, w: &Vector, thr: f64, k: &[f64], mu_s: &[f64], mu_d: &[f64]) -> Result<Vec<Option<[f64; 2]>>> {
     let (fv, wv) = (f_cd.view()?, w.view()?);
     Ok((0..k.len())
         .map(|i| {
             let (f_n, f_t) = (fv[3 * i], [fv[3 * i + 1], fv[3 * i + 2]]);
-            let on_cone = f_n > 0.0 && f_t[0].hypot(f_t[1]) >= (1.0 - ON_CONE) * mu[i] * f_n;
+            let on_cone = f_n > 0.0 && f_t[0].hypot(f_t[1]) >= (1.0 - ON_CONE) * mu_s[i].min(mu_d[i]) * f_n;
             let slides = k[i] > 0.0 && on_cone && wv[3 * i + 1].hypot(wv[3 * i + 2]) > SLIDING * thr;
             slides.then(|| [f_t[0] / f_n, f_t[1] / f_n])
         })
@@ -426,11 +432,6 @@ const ON_CONE: f64 = 1e-6;
 /// slipping at up to 1.4 thresholds, where a pour's colliding grains slide
 /// at 100 to 3e5.
 const SLIDING: f64 = 10.0;
-
-/// min(μ_s, μ_d) per contact.
-pub fn mu_min(mu_s: &[f64], mu_d: &[f64]) -> Vec<f64> {
-    mu_s.iter().zip(mu_d).map(|(a, b)| a.min(*b)).collect()
-}
 
 /// Relative stiffness k̃ of every contact ([`Scene::pair_stiffness`]).
 pub fn relative_stiffness(scene: &Scene, bodies: &Bodies, contacts: &Contacts) -> Vec<f64> {
