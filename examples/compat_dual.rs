@@ -86,14 +86,14 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let nc = sim.contacts().len();
     let (mu_s, mu_d): (Vec<f64>, Vec<f64>) = (0..nc).map(|i| stiffgrain::cd::friction::coefficients(scene, sim.bodies(), sim.contacts(), i)).unzip();
     let (no_slip, no_history) = (vec![false; nc], vec![nalgebra::Vector3::zeros(); nc]);
-    if frictional {
+    let cd = if frictional {
         let coef = stiffgrain::cd::coulomb::Coefficients { mu_s: &mu_s, mu_d: &mu_d, sliding: &no_slip };
         let s = &scene.solver;
-        stiffgrain::cd::coulomb::solve(world, &mut op, &p, &mut f_cd, &coef, s.friction_law, &stiffgrain::cd::coulomb::Inner::Apgd { scaled: true }, s.tolerance, s.max_iterations)?;
+        stiffgrain::cd::coulomb::solve(world, &mut op, &p, &mut f_cd, &coef, s.friction_law, &stiffgrain::cd::coulomb::Inner::Apgd { scaled: true }, s.tolerance, s.max_iterations)?.qp
     } else {
         let normal = op.constraint(stiffgrain::cd::friction::Set::Normal);
-        apgd::apgd(world, &mut op, &normal, &p, &mut f_cd, scene.solver.tolerance, scene.solver.max_iterations)?;
-    }
+        apgd::apgd(world, &mut op, &normal, &p, &mut f_cd, scene.solver.tolerance, scene.solver.max_iterations)?
+    };
     let mut k = relative_stiffness(scene, sim.bodies(), sim.contacts());
     // As compatible-cd does: contacts CD leaves open are not truss bars.
     let thr = apgd::threshold(&p, scene.solver.tolerance)?;
@@ -103,7 +103,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
         println!("open_contacts={open}");
     }
     // As compatible-cd does: contacts sliding in CD keep CD's ratio f_t/f_n.
-    let slip = if frictional { cd_slip(&f_cd, &w, thr, &k, &mu_s, &mu_d)? } else { Vec::new() };
+    let slip = if frictional { cd_slip(&f_cd, &w, thr.max(cd.residual), &k, &mu_s, &mu_d)? } else { Vec::new() };
     let set = &scene.compat;
     let contacts = parallel::sum_u64(world, sim.contacts().len() as u64);
     let mut reference: Option<Vec<f64>> = None;

@@ -221,9 +221,10 @@ pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Cont
 }
 
 /// A post-process run after the CD solve of a step, before the bodies move:
-/// given B (in `op`), the CD forces, p of eq 20 and the bodies at the start
-/// of the step, it returns a normal force per local contact (compatible-cd).
-pub type PostProcess<'a> = dyn FnMut(&mut ContactOperator, &Vector, &Vector, &Bodies) -> Result<Vec<f64>, SolverError> + 'a;
+/// given B (in `op`), the CD forces, p of eq 20, how the CD solve ended
+/// and the bodies at the start of the step, it returns a normal force per
+/// local contact (compatible-cd).
+pub type PostProcess<'a> = dyn FnMut(&mut ContactOperator, &Vector, &Vector, &QpResult, &Bodies) -> Result<Vec<f64>, SolverError> + 'a;
 
 impl Solver for CdSolver {
     fn history(&self) -> HistorySpec {
@@ -416,7 +417,7 @@ impl CdSolver {
             residual = Some(res.residual);
             f_local = f.view()?.to_vec();
             if let Some(post) = post.as_mut() {
-                compatible = post(&mut op, &f, &p, bodies)?;
+                compatible = post(&mut op, &f, &p, &res, bodies)?;
                 if crate::parallel::signals::stopping() {
                     return Err(SolverError::Interrupted);
                 }

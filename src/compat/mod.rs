@@ -250,7 +250,7 @@ impl Solver for CompatibleCdSolver {
         let (friction, kappa) = (self.friction, set.tangential_ratio);
         let mut tangential: Option<FrictionOut> = None;
         let before = stats.seconds;
-        let mut post = |op: &mut ContactOperator, f: &Vector, p: &Vector, b: &Bodies| -> std::result::Result<Vec<f64>, SolverError> {
+        let mut post = |op: &mut ContactOperator, f: &Vector, p: &Vector, cd: &crate::cd::QpResult, b: &Bodies| -> std::result::Result<Vec<f64>, SolverError> {
             let t0 = std::time::Instant::now();
             let mut k = relative_stiffness(ctx.scene, b, ctx.contacts);
             let thr = crate::cd::apgd::threshold(p, ctx.scene.solver.tolerance)?;
@@ -258,7 +258,8 @@ impl Solver for CompatibleCdSolver {
             let open = leave_out_open(ctx.comm, op, f, &w, thr, &mut k)?;
             log::debug!("step {}: compatibility leaves out {open} contacts CD left open", ctx.step);
             let (mu_s, mu_d): (Vec<f64>, Vec<f64>) = if friction { (0..nc).map(|i| crate::cd::friction::coefficients(ctx.scene, b, ctx.contacts, i)).unzip() } else { Default::default() };
-            let slip = if friction { cd_slip(f, &w, thr, &k, &mu_s, &mu_d)? } else { Vec::new() };
+            // Slips within the residual CD reached are its inexactness.
+            let slip = if friction { cd_slip(f, &w, thr.max(cd.residual), &k, &mu_s, &mu_d)? } else { Vec::new() };
             let fr = friction.then(|| FrictionIn { coulomb: tresca::Friction { mu_s: &mu_s, mu_d: &mu_d, was_sliding: &was_sliding, kappa, slip: &slip }, anchor: &anchor });
             let mut res = match set.method {
                 CompatMethod::AugmentedLagrangian => solve(ctx.comm, op, f, &k, set)?,
@@ -410,7 +411,8 @@ pub fn leave_out_open(comm: &Comm, op: &ContactOperator, f_cd: &Vector, w: &Vect
 /// end of the CD step, else `None`. Sliding: the force on the cone (|f_t|
 /// within [`ON_CONE`] of μ f_n, μ the smaller of μ_s and μ_d) and a
 /// relative tangential speed |w_t| ([`end_velocities`]) above [`SLIDING`]
-/// × CD's threshold `thr`.
+/// × `thr`: CD's threshold, or the residual CD reached if it stopped
+/// short of it (its slips below that are the solve's inexactness).
 pub fn cd_slip(f_cd: &Vector, w: &Vector, thr: f64, k: &[f64], mu_s: &[f64], mu_d: &[f64]) -> Result<Vec<Option<[f64; 2]>>> {
     let (fv, wv) = (f_cd.view()?, w.view()?);
     Ok((0..k.len())
