@@ -28,7 +28,11 @@
 //! forces (APGD onto the Tresca discs, or onto the associated Coulomb
 //! cone) stall near feasibility 1e-3 at a fixed penalty with a third of
 //! the contacts on their bound: the admissible forces of these packs have
-//! almost no interior, so Π's infimum is approached only as |u| → ∞.
+//! almost no interior, so Π's infimum is approached only as |u| → ∞. On
+//! the 10⁴-sphere pack an interior-point solve of the force form finds the
+//! second round (bounds from the first round's f_n) infeasible, and no
+//! admissible forces in the associated cone at μ/√(1+μ²): the pack stands
+//! on nearly all of its friction (the compatible-cd chapter).
 use super::dual::{spring, Dual, DualResult, Tangential};
 use crate::petsc::{Result, Vector};
 
