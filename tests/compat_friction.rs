@@ -11,7 +11,8 @@
 //! stiffnesses extrapolated to the rigid limit; with touching in-layer
 //! neighbours and μ = 0.3 the DEM and the compatible forces slide at the
 //! same contacts. In a pour, grains that slide in a CD step carry μ f_n
-//! along CD's friction.
+//! along CD's friction. A solve that stops short reports CD's forces, in
+//! equilibrium.
 mod common;
 use common::frames::{frames, Frame};
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
@@ -470,5 +471,41 @@ fn grains_sliding_in_a_collision_carry_mu_f_n_along_cds_friction() {
         assert!(sliding >= 10, "{np} rank(s): the pour's collisions slide ({sliding} sliding contacts)");
         assert!(worst <= 1e-5, "{np} rank(s): a sliding contact {worst:e} off μ f_n along CD's friction");
         assert!(over <= 1e-9, "{np} rank(s): a compatible force outside the Coulomb cone by {over:e}");
+    }
+}
+
+#[test]
+fn a_compatible_solve_that_stops_short_reports_cds_forces_in_equilibrium() {
+    // The pyramid of the network test at μ = 0.3, its compatible forces by
+    // APGD cut at 5 iterations: every solve stops short, its iterate out
+    // of equilibrium (by 4e-7 of a weight). The steps report CD's forces
+    // instead, so every free sphere's momentum balance holds with the
+    // reported forces.
+    let dir = tempfile::tempdir().unwrap();
+    let (text, base) = pyramid_text(2e-4, 2.0 / 7.0, 0.3, 1, None);
+    let text = text.replace("[compatibility]\n", "[compatibility]\nmethod = \"apgd\"\nmax_iterations = 5\n").replace("tolerance = 1e-12", "tolerance = 1e-9");
+    let m = 2000.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.01f64.powi(3);
+    let (weight, dt) = (m * 9.81, 1e-3);
+    for np in [1, 2] {
+        let out = common::run_config(np, dir.path(), &format!("short-{np}"), &text).0;
+        let s = common::frames::summary(&out);
+        let solves = s["compatibility_solves"].as_u64().unwrap();
+        assert!(solves > 0 && s["compatibility_not_converged"] == solves, "{np} rank(s): every solve stops short: {s}");
+        let fr = frames(&out);
+        for (before, f) in fr.iter().zip(&fr[1..]) {
+            // m (v⁺ − v)/Δt = m g + Σ contact forces, per free sphere.
+            let mut net: Vec<Vector3<f64>> = (0..f.pos.len()).map(|i| Vector3::new(0.0, 0.0, -weight) - m * (v3(f.vel[i]) - v3(before.vel[i])) / dt).collect();
+            for c in &f.contacts {
+                assert_eq!((c.force_compatible, c.force_compatible_tangent), (c.force_normal, c.force_tangent), "CD's forces reported");
+                let on_b = compatible(c);
+                if c.body_b < WALL {
+                    net[c.body_b as usize] += on_b;
+                }
+                net[c.body_a as usize] -= on_b;
+            }
+            let worst = net[base..].iter().map(|v| v.norm()).fold(0.0, f64::max) / weight;
+            eprintln!("{np} rank(s), t = {}: largest net force on a free sphere {worst:.2e} of its weight", f.t);
+            assert!(worst <= 1e-9, "{np} rank(s): reported forces out of equilibrium by {worst:e} of a weight");
+        }
     }
 }

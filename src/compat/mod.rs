@@ -278,10 +278,19 @@ impl Solver for CompatibleCdSolver {
             stats.inner += res.inner;
             tangential = res.friction.take();
             if !res.converged {
+                // An iterate short of its tolerance is out of equilibrium;
+                // CD's forces are admissible, so the step reports those.
+                res.f = cd_normal(f, op.rows)?;
+                if let Some(t) = tangential.as_mut() {
+                    let rounds = t.rounds;
+                    *t = cd_friction(op, f, &k, set.p, kappa, &mu_s, &mu_d)?;
+                    t.rounds = rounds;
+                }
+                *warm = None;
                 stats.not_converged += 1;
                 if let Some(more) = crate::logging::step_warning(earlier_not_converged + stats.not_converged, "compatibility_not_converged") {
                     log::warn!(
-                        "step {}: compatibility ({:?}) stopped after {} outer and {} inner iterations at feasibility {:e}, optimality {:e}{}{more}",
+                        "step {}: compatibility ({:?}) stopped after {} outer and {} inner iterations at feasibility {:e}, optimality {:e}{}; the step reports CD's forces{more}",
                         ctx.step,
                         set.method,
                         res.outer,
@@ -434,6 +443,31 @@ const ON_CONE: f64 = 1e-6;
 /// slipping at up to 1.4 thresholds, where a pour's colliding grains slide
 /// at 100 to 3e5.
 const SLIDING: f64 = 10.0;
+
+/// CD's normal force of every local contact (`rows` per contact in `f_cd`).
+pub fn cd_normal(f_cd: &Vector, rows: usize) -> Result<Vec<f64>> {
+    Ok(f_cd.view()?.iter().step_by(rows).copied().collect())
+}
+
+/// The tangential answer that reports CD's forces: CD's f_t on body b
+/// (world frame), the elastic history of a spring carrying it,
+/// e = −f_t / k_t (k_t = κ k̃ for p = 2, Mindlin's κ (p−1) k̃ δ^{p−2} at the
+/// approach δ = (f_n/k̃)^{1/(p−1)} that carries CD's f_n), and sliding
+/// where the force is on the cone. `rounds` is 0.
+pub fn cd_friction(op: &ContactOperator, f_cd: &Vector, k: &[f64], p: f64, kappa: f64, mu_s: &[f64], mu_d: &[f64]) -> Result<FrictionOut> {
+    let fv = f_cd.view()?;
+    let n = op.n_local();
+    let (mut f_t, mut anchor, mut sliding) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let (t1, t2) = op.tangents[i];
+        let (f_n, ft) = (fv[3 * i], t1 * fv[3 * i + 1] + t2 * fv[3 * i + 2]);
+        let kt = if k[i] > 0.0 && f_n > 0.0 { kappa * (p - 1.0) * k[i] * (f_n / k[i]).powf((p - 2.0) / (p - 1.0)) } else { 0.0 };
+        anchor.push(if kt > 0.0 { -ft / kt } else { Vector3::zeros() });
+        sliding.push(kt > 0.0 && ft.norm() >= (1.0 - ON_CONE) * mu_s[i].min(mu_d[i]) * f_n);
+        f_t.push(ft);
+    }
+    Ok(FrictionOut { f_t, anchor, sliding, rounds: 0 })
+}
 
 /// Relative stiffness k̃ of every contact ([`Scene::pair_stiffness`]).
 pub fn relative_stiffness(scene: &Scene, bodies: &Bodies, contacts: &Contacts) -> Vec<f64> {
