@@ -509,3 +509,23 @@ fn a_compatible_solve_that_stops_short_reports_cds_forces_in_equilibrium() {
         }
     }
 }
+
+#[test]
+fn the_interior_point_method_gives_newtons_compatible_frictional_forces() {
+    // The same problem over the forces by interior point: the table (no
+    // slip), the groove's sphere above its threshold (slip), and the n = 8
+    // pyramid with touching neighbours at μ = 0.3 (contacts slide), on 2
+    // ranks, against Newton's forces on 1.
+    let dir = tempfile::tempdir().unwrap();
+    let ip = |t: String| t.replace("[compatibility]\n", "[compatibility]\nmethod = \"interior-point\"\n");
+    let pyramid = pyramid_text(0.0, 2.0 / 7.0, 0.3, 1, None).0.replace("tolerance = 1e-12", "tolerance = 1e-9");
+    for (name, newton) in [("table", table_text(2.0 / 7.0)), ("groove", groove_text(2.0, 0.25, "")), ("pyramid", pyramid)] {
+        let a = run(1, dir.path(), &format!("{name}-newton"), &newton);
+        let b = run(2, dir.path(), &format!("{name}-ip"), &ip(newton.clone()));
+        let (a, b) = (a.last().unwrap(), b.last().unwrap());
+        let scale = a.contacts.iter().map(|c| compatible(c).norm()).fold(0.0, f64::max);
+        let d = a.contacts.iter().zip(&b.contacts).map(|(x, y)| (compatible(x) - compatible(y)).norm()).fold(0.0, f64::max);
+        eprintln!("{name}: interior point within {:.2e} of Newton (relative)", d / scale);
+        assert!(d <= 1e-8 * scale, "{name}: the interior point's forces {d} N from Newton's");
+    }
+}

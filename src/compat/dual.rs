@@ -559,6 +559,14 @@ impl<'a> Dual<'a> {
         Ok(h)
     }
 
+    /// Fills `h` (from [`Dual::hessian_matrix`]) with Σ B_iᵀ G_i B_i for
+    /// 3 × 3 blocks `g` (row-major over n, t1, t2; frictional problems)
+    /// plus `reg` · diag on the free DOFs and 1 on the others. Collective.
+    pub fn assemble_blocks(&self, g: &[f64], reg: f64, h: &mut Mat) -> Result<()> {
+        h.zero_entries()?;
+        h.set_values_coo(&self.coo_values(g, reg)?, InsertMode::Add)
+    }
+
     /// Fills `h` (from [`Dual::hessian_matrix`]) with ∇²Π at `delta` (or
     /// the bilateral Hessian) plus the regularisation: `open` k̃ on the open
     /// contacts (δ ≤ 0) and `mu` · diag on the free DOFs. Collective.

@@ -40,6 +40,7 @@
 pub mod apgd;
 pub mod dual;
 pub mod dual_apgd;
+pub mod ipm;
 pub mod newton;
 pub mod tresca;
 
@@ -52,6 +53,7 @@ use crate::petsc::{NormType, Result, Vector};
 use crate::parallel::exchange::Layout;
 use crate::scene::{CompatMethod, CompatSettings, Scene};
 use crate::io::{FlatRecords, SolverState};
+use dual::DualResult;
 use crate::solver::{Column, ContactField, ReportedForces, ContactForces, History, HistorySpec, Solver, SolverError, StateError, StepContext, StepReport};
 use nalgebra::Vector3;
 use std::collections::{HashMap, HashSet};
@@ -571,7 +573,7 @@ pub fn solve_dual(
         Some(fr) => {
             // Lengths scale with s^{1/(p−1)} (f/s = k̃ δ^{p−1}).
             let length = problem.scale.powf(1.0 / (set.p - 1.0));
-            let anchor = (0..n)
+            let anchor: Vec<[f64; 2]> = (0..n)
                 .map(|i| {
                     let (t1, t2) = op.tangents[i];
                     [fr.anchor[i].dot(&t1) / length, fr.anchor[i].dot(&t2) / length]
@@ -581,7 +583,24 @@ pub fn solve_dual(
                 let fv = f_cd.view()?;
                 (0..n).map(|i| fv[3 * i] / problem.scale).collect()
             };
-            let out = tresca::solve(&mut problem, u0, anchor, &f_n0, &fr.coulomb, tol, set.method != CompatMethod::Apgd, inner)?;
+            let out = if set.method == CompatMethod::InteriorPoint {
+                let kt: Vec<f64> = problem.k.iter().map(|k| kappa * k).collect();
+                let ip = ipm::solve(&problem, bodies, &anchor, &kt, &fr.coulomb, tol, set.max_iterations)?;
+                // Near a degenerate solution (a contact at its bound that does
+                // not slip) the interior point converges only to √gap: Newton
+                // finishes from its displacements and normal forces.
+                let f_ip: Vec<f64> = (0..n).map(|i| ip.result.f[3 * i] / problem.scale).collect();
+                let u_ip = ip.result.u.try_clone()?;
+                let polished = tresca::solve_from(&mut problem, Some(u_ip), anchor.clone(), &f_ip, &fr.coulomb, tol, true, false, inner)?;
+                log::debug!("compatibility: Newton from the interior point: {} steps, feasibility {:e}", polished.result.iterations, polished.result.feasibility);
+                if polished.result.converged || !ip.result.converged {
+                    tresca::Rounds { rounds: polished.rounds + ip.rounds, result: DualResult { iterations: polished.result.iterations + ip.result.iterations, linear: polished.result.linear + ip.result.linear, ..polished.result }, ..polished }
+                } else {
+                    ip
+                }
+            } else {
+                tresca::solve(&mut problem, u0, anchor, &f_n0, &fr.coulomb, tol, set.method != CompatMethod::Apgd, inner)?
+            };
             let f_t = (0..n)
                 .map(|i| {
                     let (t1, t2) = op.tangents[i];

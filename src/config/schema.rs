@@ -106,7 +106,8 @@ pub struct CompatibilityCfg {
     /// Any exponent p > 1 of the bars' energy w_e(c) = k c^p / p (instead of `law`).
     #[schemars(extend("x-default" = "2 (from law)"))]
     pub p: Option<f64>,
-    /// "newton" (default), "apgd" or "augmented-lagrangian".
+    /// "newton" (default), "apgd", "augmented-lagrangian" (frictionless) or
+    /// "interior-point" (frictional, Hooke).
     #[schemars(with = "Option<String>", extend("enum" = ["newton", "apgd", "augmented-lagrangian"], "x-default" = "newton"))]
     pub method: Option<crate::scene::CompatMethod>,
     /// Newton steps (default 100) or APGD iterations (default 200000).

@@ -294,6 +294,8 @@ pub enum CompatMethod {
     Apgd,
     /// The paper's augmented Lagrangian over the forces (APGD subproblems).
     AugmentedLagrangian,
+    /// Interior point over the forces (frictional, Hooke).
+    InteriorPoint,
 }
 
 /// `solver = "compatible-cd"`: the compatibility post-process (the

@@ -124,6 +124,16 @@ mod tests {
     }
 
     #[test]
+    fn the_interior_point_method_refuses_frictionless_and_non_hookean_scenes() {
+        let ip = "[compatibility]\nmethod = \"interior-point\"\n";
+        assert!(with("compatible-cd", "friction = 0.5", "", ip).is_ok());
+        let e = with("compatible-cd", "", "", ip).unwrap_err().to_string();
+        assert_eq!(e, "t.toml: compatibility.method: \"interior-point\" solves the frictional problem and no material has friction (use method = \"newton\", the default)");
+        let e = with("compatible-cd", "friction = 0.5", "", &format!("{ip}law = \"hertz\"\n")).unwrap_err().to_string();
+        assert_eq!(e, "t.toml: compatibility.method: \"interior-point\" solves the Hookean law (p = 2), not p = 2.5 (use method = \"newton\", the default)");
+    }
+
+    #[test]
     fn restitution_under_dem_is_named_in_one_line() {
         assert_eq!(warnings("dem", "", "restitution = 0.5"), ["t.toml: material[1].restitution is ignored by solver \"dem\" (the DEM damps with dem.damping)"]);
         assert!(warnings("cd", "restitution = 0.5", "").is_empty());

@@ -135,6 +135,14 @@ fn compat_settings(c: &Ctx, cfg: &CompatibilityCfg, materials: &[MaterialCfg]) -
     };
     let pair_stiffness = stiffness_pairs(c, &cfg.stiffness, materials)?;
     let method = cfg.method.unwrap_or_default();
+    if method == crate::scene::CompatMethod::InteriorPoint {
+        if p != 2.0 {
+            return Err(c.err("compatibility.method", format!("\"interior-point\" solves the Hookean law (p = 2), not p = {p} (use method = \"newton\", the default)")));
+        }
+        if !materials.iter().any(|m| m.friction > 0.0 || m.friction_dynamic.is_some_and(|mu| mu > 0.0)) {
+            return Err(c.err("compatibility.method", "\"interior-point\" solves the frictional problem and no material has friction (use method = \"newton\", the default)"));
+        }
+    }
     let max_default = if method == crate::scene::CompatMethod::Apgd { 200_000 } else { d.max_iterations };
     let settings = CompatSettings {
         p,
