@@ -258,7 +258,7 @@ fn solve_once(dual: &Dual, ksp: &mut Ksp, h: &mut crate::petsc::Mat, kind: &[Kin
                     }
                 }
             }
-            // A dy... = −rp − A H⁻¹ g.
+            // S dy = −rp − A H⁻¹ g, A = Bᵀ M.
             dual.op.b.mult_transpose(&f, &mut rhs)?;
             rhs.axpy(1.0, &rp)?;
             rhs.scale(-1.0)?;

@@ -562,7 +562,8 @@ pub fn solve_dual(
     } else {
         None
     };
-    let warmed = u0.is_some();
+    // The interior point starts from its own central point.
+    let warmed = u0.is_some() && !(friction.is_some() && set.method == CompatMethod::InteriorPoint);
     let tol = set.feasibility_tolerance;
     let inner = |problem: &dual::Dual, u0: Option<Vector>| match set.method {
         CompatMethod::Apgd => dual_apgd::solve(problem, u0, tol, set.max_iterations as u64),
