@@ -592,7 +592,7 @@ pub fn solve_dual(
                 // finishes from its displacements and normal forces.
                 let f_ip: Vec<f64> = (0..n).map(|i| ip.result.f[3 * i] / problem.scale).collect();
                 let u_ip = ip.result.u.try_clone()?;
-                let polished = tresca::solve_from(&mut problem, Some(u_ip), anchor.clone(), &f_ip, &fr.coulomb, tol, true, false, inner)?;
+                let polished = tresca::solve(&mut problem, Some(u_ip), anchor.clone(), &f_ip, &fr.coulomb, tol, true, inner)?;
                 log::debug!("compatibility: Newton from the interior point: {} steps, feasibility {:e}", polished.result.iterations, polished.result.feasibility);
                 if polished.result.converged || !ip.result.converged {
                     tresca::Rounds { rounds: polished.rounds + ip.rounds, result: DualResult { iterations: polished.result.iterations + ip.result.iterations, linear: polished.result.linear + ip.result.linear, ..polished.result }, ..polished }

@@ -86,23 +86,13 @@ fn stiffness(dual: &Dual, kappa: f64, i: usize, f_n: f64) -> f64 {
 }
 
 /// Solves the frictional dual from `u0` (scaled) with the elastic history
-/// `anchor` (scaled) and the first bounds from `f_n0` (scaled normal forces,
-/// CD's). `inner(dual, u0)` is one solve (Newton or APGD) of the problem
+/// `anchor` (scaled) and the first bounds from `f_n0` (scaled normal forces:
+/// CD's, or the interior point's it finishes from). `inner(dual, u0)` is one solve (Newton or APGD) of the problem
 /// `dual` holds. Tresca rounds first; with `coupled` (Newton) after
 /// [`SWITCH_AFTER`] rounds the Coulomb problem is solved whole from there (τ = μ f_n(u) inside the Newton iterations),
 /// again until the sliding contacts keep their μ. Collective.
 #[allow(clippy::too_many_arguments)]
-pub fn solve<S>(dual: &mut Dual, u0: Option<Vector>, anchor: Vec<[f64; 2]>, f_n0: &[f64], fr: &Friction, tol: f64, coupled: bool, inner: S) -> Result<Rounds>
-where
-    S: FnMut(&Dual, Option<Vector>) -> Result<DualResult>,
-{
-    solve_from(dual, u0, anchor, f_n0, fr, tol, coupled, false, inner)
-}
-
-/// [`solve`], with the Coulomb problem whole from the first solve when
-/// `start_coupled` (from a start near its solution: the interior point's).
-#[allow(clippy::too_many_arguments)]
-pub fn solve_from<S>(dual: &mut Dual, u0: Option<Vector>, anchor: Vec<[f64; 2]>, f_n0: &[f64], fr: &Friction, tol: f64, coupled: bool, start_coupled: bool, mut inner: S) -> Result<Rounds>
+pub fn solve<S>(dual: &mut Dual, u0: Option<Vector>, anchor: Vec<[f64; 2]>, f_n0: &[f64], fr: &Friction, tol: f64, coupled: bool, mut inner: S) -> Result<Rounds>
 where
     S: FnMut(&Dual, Option<Vector>) -> Result<DualResult>,
 {
@@ -116,7 +106,7 @@ where
         kt: (0..nc).map(|i| stiffness(dual, fr.kappa, i, f_n0[i])).collect(),
         mu,
         slip: fr.slip.to_vec(),
-        coupled: coupled && start_coupled,
+        coupled: false,
     });
     let mut u = u0;
     let (mut iterations, mut linear, mut rounds) = (0u64, 0u64, 0u32);
