@@ -22,7 +22,9 @@
 //! slip, the tangential part of the cone's multiplier), the fixed point of
 //! De Saxcé's bipotential, until the forces settle. A contact that slides
 //! in the CD step ([`super::cd_slip`]) keeps CD's ratio f_t = c f_n: its
-//! force is one unknown f_n ≥ 0 along n + c t. Contacts bounded by μ_s
+//! force is one unknown f_n ≥ 0 along n + c t (conjugate to the
+//! displacement along n + c t, where the Newton rounds that finish take
+//! the one along n). Contacts bounded by μ_s
 //! that end on the cone are re-solved with μ_d.
 //!
 //! A solve takes 6 to 11 steps. Near a degenerate solution (a contact
@@ -32,10 +34,9 @@
 //! limited near 1e-10 (relative equilibrium) by the factorisation of S,
 //! which floppy contacts make singular (a small regularisation keeps it
 //! solvable); Krylov methods stall on S as the iterates near the cones'
-//! boundaries. Where the problem has no
-//! solution (a settled pack standing on nearly all its friction, the
-//! compatible-cd chapter) the outer loop does not settle and the solve
-//! reports that it stopped short.
+//! boundaries. Where the problem has no solution (a settled pack standing
+//! on nearly all its friction, the compatible-cd chapter) the outer loop
+//! does not settle and the solve reports that it stopped short.
 use super::dual::{Dual, DualResult};
 use super::tresca::{Friction, Rounds};
 use crate::body::Bodies;
