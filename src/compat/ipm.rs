@@ -33,8 +33,11 @@
 //! of [`super::tresca`] finish from its displacements. Its accuracy is
 //! limited near 1e-10 (relative equilibrium) by the factorisation of S,
 //! which floppy contacts make singular (a small regularisation keeps it
-//! solvable); Krylov methods stall on S as the iterates near the cones'
-//! boundaries. Where the problem has no solution (a settled pack standing
+//! solvable; each step's KKT solve is refined twice with the same
+//! factors); Krylov methods stall on S as the iterates near the cones'
+//! boundaries. Where a grain can slide on all its contacts at once, S
+//! is singular along that slip and the multipliers grow along it without
+//! bound; the steps then shrink to nothing short of the tolerance. Where the problem has no solution (a settled pack standing
 //! on nearly all its friction, the compatible-cd chapter) the outer loop
 //! does not settle and the solve reports that it stopped short.
 use super::dual::{Dual, DualResult};
@@ -68,6 +71,9 @@ const GAP_OK: f64 = 1e-9;
 /// equilibrium rows of DOFs only floppy combinations of contacts move are
 /// dependent.
 const REG: f64 = 1e-13;
+
+/// Refinement passes of each interior-point step's KKT solve.
+const REFINE: usize = 2;
 
 /// How a contact's force is parametrised by its cone variable w.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -243,48 +249,76 @@ fn solve_once(dual: &Dual, ksp: &mut Ksp, h: &mut crate::petsc::Mat, kind: &[Kin
         dual.assemble_blocks(&g, REG, h)?;
         ksp.set_operators(h, h)?;
         // One KKT solve for the complementarity right-hand sides `rc`:
-        // returns (dw, dz) and leaves dy in `dy`.
+        // returns (dw, dz) and leaves dy in `dy`. The forces are eliminated
+        // contact by contact, S dy = −rp − A H⁻¹ (g − rd) (A = Bᵀ M) is
+        // solved, and H dw = Aᵀ dy + g − rd; `extra` (in w) is added to
+        // H⁻¹ (g − rd) in S's right-hand side (a refinement's current dw).
         let mut kkt = |rc: &[Vector3<f64>], dy: &mut Vector| -> Result<(Vec<Vector3<f64>>, Vec<Vector3<f64>>, u64)> {
-            let mut gv = vec![Vector3::zeros(); nc];
-            {
-                let mut fv = f.view_mut()?;
+            let zero = vec![Vector3::zeros(); nc];
+            let mut reduced = |g: &[Vector3<f64>], rdv: &[Vector3<f64>], extra: &[Vector3<f64>], dy: &mut Vector| -> Result<(Vec<Vector3<f64>>, Vec<Vector3<f64>>, u64)> {
+                {
+                    let mut fv = f.view_mut()?;
+                    for i in 0..nc {
+                        let x = if on[i] { ms[i] * (refined(&hm[i], &hinv[i], &(g[i] - rdv[i])) + extra[i]) } else { Vector3::zeros() };
+                        fv[3 * i..3 * i + 3].copy_from_slice(x.as_slice());
+                    }
+                }
+                dual.op.b.mult_transpose(&f, &mut rhs)?;
+                rhs.axpy(1.0, &rp)?;
+                rhs.scale(-1.0)?;
+                {
+                    let mut rv = rhs.view_mut()?;
+                    for (x, &free) in rv.iter_mut().zip(&dual.free) {
+                        if !free {
+                            *x = 0.0;
+                        }
+                    }
+                }
+                dy.zero()?;
+                ksp.solve(&rhs, dy)?;
+                let its = ksp.iteration_number()?.max(0) as u64;
+                dual.op.b.mult(dy, &mut by)?;
+                let bv = by.view()?;
+                let (mut dw, mut aty) = (vec![Vector3::zeros(); nc], vec![Vector3::zeros(); nc]);
                 for i in 0..nc {
                     if on[i] {
-                        let t = arw_solve(&ws[i].2, &rc[i]);
-                        gv[i] = ws[i].0.transpose() * t;
-                        let x = ms[i] * refined(&hm[i], &hinv[i], &(gv[i] - rd[i]));
-                        fv[3 * i..3 * i + 3].copy_from_slice(x.as_slice());
-                    } else {
-                        fv[3 * i..3 * i + 3].fill(0.0);
+                        aty[i] = ms[i].transpose() * Vector3::from_column_slice(&bv[3 * i..3 * i + 3]);
+                        dw[i] = refined(&hm[i], &hinv[i], &(aty[i] + g[i] - rdv[i]));
                     }
                 }
-            }
-            // S dy = −rp − A H⁻¹ g, A = Bᵀ M.
-            dual.op.b.mult_transpose(&f, &mut rhs)?;
-            rhs.axpy(1.0, &rp)?;
-            rhs.scale(-1.0)?;
-            {
-                let mut rv = rhs.view_mut()?;
-                for (x, &free) in rv.iter_mut().zip(&dual.free) {
-                    if !free {
-                        *x = 0.0;
+                Ok((dw, aty, its))
+            };
+            // W dw + W⁻¹ dz = t with λ ∘ t = rc; g = Wᵀ t.
+            let t: Vec<Vector3<f64>> = (0..nc).map(|i| if on[i] { arw_solve(&ws[i].2, &rc[i]) } else { Vector3::zeros() }).collect();
+            let g: Vec<Vector3<f64>> = (0..nc).map(|i| ws[i].0.transpose() * t[i]).collect();
+            let (mut dw, aty, mut its) = reduced(&g, &rd, &zero, dy)?;
+            // dz from the dual equation P dw − Aᵀdy − dz = −rd, so that H's
+            // round-off does not stay in the dual residual.
+            let mut dz: Vec<Vector3<f64>> = (0..nc).map(|i| if on[i] { p[i].component_mul(&dw[i]) - aty[i] + rd[i] } else { Vector3::zeros() }).collect();
+            // Iterative refinement of the whole system: S is assembled from
+            // H⁻¹ blocks that near the cones' boundaries lose most of their
+            // digits, and regularised; the residuals of the equilibrium and
+            // complementarity rows are solved for again with the same factors.
+            let mut ddy = dy.duplicate()?;
+            for _ in 0..REFINE {
+                let gr: Vec<Vector3<f64>> = (0..nc)
+                    .map(|i| {
+                        if !on[i] {
+                            return Vector3::zeros();
+                        }
+                        let (wm, wi, _) = &ws[i];
+                        -(wm.transpose() * (wm * dw[i] + wi * dz[i] - t[i]))
+                    })
+                    .collect();
+                let (ddw, daty, k) = reduced(&gr, &zero, &dw, &mut ddy)?;
+                its += k;
+                for i in 0..nc {
+                    if on[i] {
+                        dw[i] += ddw[i];
+                        dz[i] += p[i].component_mul(&ddw[i]) - daty[i];
                     }
                 }
-            }
-            dy.zero()?;
-            ksp.solve(&rhs, dy)?;
-            let its = ksp.iteration_number()?.max(0) as u64;
-            dual.op.b.mult(dy, &mut by)?;
-            let bv = by.view()?;
-            let (mut dw, mut dz) = (vec![Vector3::zeros(); nc], vec![Vector3::zeros(); nc]);
-            for i in 0..nc {
-                if on[i] {
-                    let aty = ms[i].transpose() * Vector3::from_column_slice(&bv[3 * i..3 * i + 3]);
-                    dw[i] = refined(&hm[i], &hinv[i], &(aty + gv[i] - rd[i]));
-                    // From the dual equation P dw − Aᵀdy − dz = −rd, so
-                    // that H's round-off does not stay in the dual residual.
-                    dz[i] = p[i].component_mul(&dw[i]) - aty + rd[i];
-                }
+                dy.axpy(1.0, &ddy)?;
             }
             Ok((dw, dz, its))
         };
@@ -378,11 +412,10 @@ pub fn solve(dual: &Dual, bodies: &Bodies, anchor: &[[f64; 2]], kt: &[f64], fr: 
     // cones' boundaries: Krylov methods stall there (CG with block Jacobi
     // on a 500-grain pour), a sparse direct factorisation does not.
     crate::petsc::options::set_default("-compat_ipm_pc_factor_mat_solver_type", Some("mumps"))?;
-    // Richardson iterations on the factorisation: iterative refinement
-    // against the regularisation and round-off.
-    ksp.set_type("richardson")?;
+    // One application of the factorisation: each step refines its whole
+    // KKT solve instead (REFINE), which also corrects S's assembly.
+    ksp.set_type("preonly")?;
     ksp.set_pc_type("lu")?;
-    ksp.set_tolerances(Some(1e-14), Some(1e-300), None, Some(5))?;
     ksp.set_from_options()?;
     let (mut w, mut z) = (vec![Vector3::zeros(); nc], vec![Vector3::zeros(); nc]);
     let mut y = dual.ft.duplicate()?;
