@@ -108,7 +108,7 @@ pub struct CompatibilityCfg {
     pub p: Option<f64>,
     /// "newton" (default), "apgd", "augmented-lagrangian" (frictionless) or
     /// "interior-point" (frictional, Hooke).
-    #[schemars(with = "Option<String>", extend("enum" = ["newton", "apgd", "augmented-lagrangian"], "x-default" = "newton"))]
+    #[schemars(with = "Option<String>", extend("enum" = ["newton", "apgd", "augmented-lagrangian", "interior-point"], "x-default" = "newton"))]
     pub method: Option<crate::scene::CompatMethod>,
     /// Newton steps (default 100) or APGD iterations (default 200000).
     #[schemars(extend("x-default" = "100 (newton), 200000 (apgd)"))]
