@@ -463,7 +463,7 @@ pub fn cd_friction(op: &ContactOperator, f_cd: &Vector, k: &[f64], p: f64, kappa
     for i in 0..n {
         let (t1, t2) = op.tangents[i];
         let (f_n, ft) = (fv[3 * i], t1 * fv[3 * i + 1] + t2 * fv[3 * i + 2]);
-        let kt = if k[i] > 0.0 && f_n > 0.0 { kappa * (p - 1.0) * k[i] * (f_n / k[i]).powf((p - 2.0) / (p - 1.0)) } else { 0.0 };
+        let kt = if k[i] > 0.0 && f_n > 0.0 { tresca::mindlin(k[i], p, kappa, tresca::approach(k[i], p, f_n)) } else { 0.0 };
         anchor.push(if kt > 0.0 { -ft / kt } else { Vector3::zeros() });
         sliding.push(kt > 0.0 && ft.norm() >= (1.0 - ON_CONE) * mu_s[i].min(mu_d[i]) * f_n);
         f_t.push(ft);

@@ -80,8 +80,19 @@ fn stiffness(dual: &Dual, kappa: f64, i: usize, f_n: f64) -> f64 {
     if p == 2.0 || k == 0.0 {
         return kappa * k;
     }
-    let delta = (f_n.max(0.0) / k).powf(1.0 / (p - 1.0));
-    let delta = if p < 2.0 { delta.max(DELTA_FLOOR) } else { delta };
+    let delta = approach(k, p, f_n.max(0.0));
+    mindlin(k, p, kappa, if p < 2.0 { delta.max(DELTA_FLOOR) } else { delta })
+}
+
+/// The approach δ of a contact of stiffness `k` and exponent `p` that
+/// carries `f_n` = k δ^{p−1}.
+pub(super) fn approach(k: f64, p: f64, f_n: f64) -> f64 {
+    (f_n / k).powf(1.0 / (p - 1.0))
+}
+
+/// Mindlin's tangential stiffness at the approach δ: κ ∂f_n/∂δ =
+/// κ (p−1) k δ^{p−2}.
+pub(super) fn mindlin(k: f64, p: f64, kappa: f64, delta: f64) -> f64 {
     kappa * (p - 1.0) * k * delta.powf(p - 2.0)
 }
 
