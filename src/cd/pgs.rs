@@ -37,6 +37,10 @@
 //! in 500 (1,000) sweeps: the 500-sphere pour to rest then left 312 (133)
 //! steps short against 145, in 1.9× (0.87×) the sweeps. A stalled step's
 //! sweeps still settle the pack for the steps after it.
+//! Nor over- or under-relaxing the frictional sweeps (every step scaled
+//! by ω): the 500-sphere pour to rest at tolerance 1e-4 took 117,486 /
+//! 124,932 / 146,346 sweeps at ω = 1.2 / 1.4 / 0.8 against 125,493 at 1
+//! (1.4 left 2 steps short): within what a changed trajectory varies.
 use super::anderson::Anderson;
 use super::apgd::{threshold, QpResult};
 use super::friction::{Constraint, Set};
