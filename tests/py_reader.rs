@@ -248,7 +248,8 @@ fn lab_validate_volume_inside_a_box_cuts_spheres_at_its_faces() {
 /// scripts/py/dense_pack.py: 300 equal spheres in a periodic cube at Φ =
 /// 0.55 keep their least surface gap (periodic images included) and fill
 /// the cube the solid fraction asks for, and in a closed cube keep half of
-/// it to the faces; and lab_validate.py's power-law
+/// it to the faces, and above random close packing stops with one line
+/// and exit status 2; and lab_validate.py's power-law
 /// fit recovers y = y0 + c I^e from exact points.
 #[test]
 fn dense_pack_is_overlap_free_and_the_rheology_fit_recovers_its_law() {
@@ -278,6 +279,15 @@ fn dense_pack_is_overlap_free_and_the_rheology_fit_recovers_its_law() {
     assert!(v[0] >= 0.002 * (1.0 + 1e-3) * (1.0 - 1e-9), "least centre distance {} m", v[0]);
     let face = 0.001 * (1.0 + 1e-3) * (1.0 - 1e-9);
     assert!(v[1] >= face && v[2] >= face, "a sphere closer to a face than radius + gap/2: {v:?}");
+    // Above random close packing (Φ = 0.66 > 0.64) a quench jams with
+    // overlaps left: one line, exit status 2, no file written.
+    let jammed = tmp.path().join("jammed.csv");
+    let o = Command::new(&py).args([root().join("scripts/py/dense_pack.py").to_str().unwrap(), "--count", "100", "--radius", "0.001", "--phi", "0.66", "--seed", "3", "--walls", "--out", jammed.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let last = err.lines().last().unwrap_or("");
+    assert_eq!(o.status.code(), Some(2), "dense_pack at Φ = 0.66: {err}");
+    assert!(last.starts_with("dense_pack: jammed after") && last.contains("lower --phi"), "not one clear line: {last}");
+    assert!(!jammed.exists(), "a jammed pack was written");
     let code = "import sys, numpy as np; sys.path.insert(0, sys.argv[1]); import lab_validate as L\n\
                 I = np.array([0.005, 0.01, 0.03, 0.08, 0.16]); y = 0.1 + 0.4 * I ** 0.4\n\
                 y0, c, e, r, er = L.power_fit(I, y, np.ones_like(I) / 1e-3, 1.0, True)\n\

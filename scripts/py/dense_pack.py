@@ -10,7 +10,11 @@ the solid fraction `--phi`, then the overlaps relaxed away by FIRE
 (Bitzek et al., PRL 97, 170201, 2006) on a harmonic overlap energy, a fast
 quench that keeps the pack amorphous. Below the jamming fraction of such a
 quench (about 0.64 for equal spheres) the energy goes to zero and the
-spheres keep a surface gap of at least `--gap` diameters. Writes a CSV for
+spheres keep a surface gap of at least `--gap` diameters; above it (walls
+lower it: Φ (1 + gap)³ = 0.6185 does not pack in a closed cube of 4,000)
+the energy stalls with overlaps left, and the script stops with one line
+and exit status 2 once it falls by less than 0.1 % in 10,000 steps.
+Writes a CSV for
 `[[generate]] kind = "file"` (columns x, y, z, vx) whose vx is the mean
 simple-shear flow v_x = rate · (z − L/2) of `--shear-rate`.
 
@@ -68,14 +72,29 @@ def forces(x, box, sigma, pi, pj, periodic=True):
     return e, f, big
 
 
+def fail(message):
+    """One line on stderr and exit status 2 (bad input)."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
+# FIRE steps over which the overlap energy must fall by STALL_DROP
+# (relative), else the pack has jammed: above the reachable solid fraction
+# FIRE settles in a minimum with overlaps left, and its energy stays put.
+STALL_WINDOW = 10000
+STALL_DROP = 1e-3
+
+
 def relax(x, box, sigma, tol, max_steps, log, periodic=True):
-    """FIRE to a largest overlap below `tol` (relative to sigma); returns the steps taken."""
+    """FIRE to a largest overlap below `tol` (relative to sigma); returns the
+    steps taken. Stops with exit status 2 once the energy stalls (jammed)."""
     skin = 0.3 * sigma
     dt_max, dt = 0.1 * sigma, 0.02 * sigma
     alpha0, alpha, n_pos = 0.1, 0.1, 0
     v = np.zeros_like(x)
     ref = x.copy()
     pi, pj = pairs(x, box, sigma + skin, periodic)
+    e_mark = None
     for step in range(max_steps):
         shift = x - ref
         if periodic:
@@ -88,6 +107,12 @@ def relax(x, box, sigma, tol, max_steps, log, periodic=True):
             return step
         if step % 500 == 0:
             log(f"  FIRE step {step}: energy {e:.3e}, largest overlap {ov:.3e} sigma")
+        if step % STALL_WINDOW == 0:
+            if e_mark is not None and e > (1.0 - STALL_DROP) * e_mark:
+                fail(f"dense_pack: jammed after {step} FIRE steps (overlap energy {e:.3e}, down by less than {STALL_DROP:g} "
+                     f"in {STALL_WINDOW} steps; largest overlap {ov:.3e} of a diameter): the solid fraction with the gap, "
+                     "phi (1 + gap)^3, is above what this quench can reach; lower --phi or --gap")
+            e_mark = e
         p = np.sum(f * v)
         if p > 0.0:
             fn, vn = np.linalg.norm(f), np.linalg.norm(v)
@@ -104,8 +129,8 @@ def relax(x, box, sigma, tol, max_steps, log, periodic=True):
         x += dt * v
         if periodic:
             x %= box
-    raise SystemExit(f"dense_pack: no overlap-free pack after {max_steps} FIRE steps (largest overlap {ov:.3e} of a diameter): "
-                     "the solid fraction is above what this quench can reach; lower --phi")
+    fail(f"dense_pack: no overlap-free pack after {max_steps} FIRE steps (largest overlap {ov:.3e} of a diameter): "
+         "the solid fraction is above what this quench can reach; lower --phi")
 
 
 def main():
@@ -121,7 +146,7 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     if not (0.0 < a.phi < 0.74) or a.count < 2 or a.radius <= 0.0:
-        raise SystemExit("dense_pack: need count >= 2, radius > 0 and 0 < phi < 0.74")
+        fail("dense_pack: need count >= 2, radius > 0 and 0 < phi < 0.74")
     d = 2.0 * a.radius
     box = (a.count * math.pi * d**3 / 6.0 / a.phi) ** (1.0 / 3.0)
     rng = np.random.default_rng(a.seed)
