@@ -56,6 +56,13 @@ WALL_ID_BASE = 1 << 63
 FORCE_CARRYING = 1e-9  # src/lab.rs FORCE_CARRYING
 RCP = 0.639  # random close packing of equal spheres, [AR]
 
+
+def fail(message):
+    """One line on stderr and exit status 2 (bad input)."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 AGNOLIN = ("I. Agnolin and J.-N. Roux, Internal states of model isotropic granular packings. "
            "I. Assembling process, geometry, and contact networks, Phys. Rev. E 76, 061302 (2007)")
 PEYNEAU = ("P.-E. Peyneau and J.-N. Roux, Frictionless bead packs have macroscopic friction, "
@@ -349,7 +356,7 @@ def power_fit(I, y, w, sign, w_known, exponents=(0.1, 1.5)):
         r = yw - Aw @ coef
         fits.append((float(r @ r), float(coef[0]), float(coef[1]), float(e), np.linalg.inv(Aw.T @ Aw)))
     if not fits:
-        raise SystemExit("lab_validate: no power law with the expected sign fits the --le runs")
+        fail("lab_validate: no power law with the expected sign fits the --le runs")
     dof = max(len(y) - 3, 1)
     best = min(fits)
     var = max(1.0, best[0] / dof) if w_known else best[0] / dof
@@ -493,7 +500,7 @@ def replace_subsection(report, title, lines):
     if not m:
         lab = re.search(r"^## Lab tests.*?(?=^## |\Z)", text, flags=re.S | re.M)
         if not lab:
-            raise SystemExit(f"lab_validate: {report} has no section \"## Lab tests\"")
+            fail(f"lab_validate: {report} has no section \"## Lab tests\"")
         text = text[:lab.end()].rstrip() + "\n\n" + new + ("\n" if lab.end() < len(text) else "") + text[lab.end():]
     else:
         text = text[:m.start()] + new + ("\n" if m.end() < len(text) else "") + text[m.end():]
@@ -522,7 +529,7 @@ def main(argv):
         for mu in sorted({r["friction"] for r in runs}):
             group = [r for r in runs if r["friction"] == mu]
             if not any(r["solver"] != "dem" for r in group):
-                raise SystemExit(f"lab_validate: the --le runs with friction {mu:g} are all dem; give the cd runs too")
+                fail(f"lab_validate: the --le runs with friction {mu:g} are all dem; give the cd runs too")
             lines = le_section(group)
             if a.print:
                 print("\n".join(lines))

@@ -26,7 +26,8 @@ def load(path):
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows:
-        raise SystemExit(f"scaling_plot: {path}: no rows")
+        print(f"scaling_plot: {path}: no rows", file=sys.stderr)
+        sys.exit(2)
     best = {}
     for r in rows:
         p = int(r["ranks"])
