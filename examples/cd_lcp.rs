@@ -42,11 +42,11 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let dt = scene.simulation.dt;
     let tol = scene.solver.tolerance;
     let max_it = scene.solver.max_iterations;
-    let mut sim = World::new(world, scene, bodies, None, true, &Default::default(), 0.0);
+    let mut sim = World::new(world, scene, bodies, None, true, &Default::default(), 0.0, None);
     sim.detect();
     let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt, false)?;
     let ext = stiffgrain::cd::external_velocity(scene, sim.bodies(), sim.layout().n_owned, 0.0, dt);
-    let images = stiffgrain::parallel::exchange::image_speeds(world, sim.layout());
+    let images = stiffgrain::parallel::exchange::image_velocities(world, sim.layout());
     let p = rhs(&op, scene, sim.bodies(), sim.contacts(), &ext, images.as_ref(), 0.0, dt)?;
     let normal = op.constraint(stiffgrain::cd::friction::Set::Normal);
     let mut f = op.contact_vec()?;

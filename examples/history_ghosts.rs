@@ -23,7 +23,7 @@ fn main() {
     let mut scene = stiffgrain::config::load(std::path::Path::new(&path), &[]).unwrap_or_else(|e| panic!("{e}"));
     let start = stiffgrain::startup::populate(&world, &mut scene, &path).unwrap_or_else(|e| panic!("{e}"));
     let spec = HistorySpec { body: vec![Column { name: "tag", width: 2 }], contact: Vec::new() };
-    let mut sim = World::new(&world, &scene, start.bodies, Some(start.domain), true, &spec, 0.0);
+    let mut sim = World::new(&world, &scene, start.bodies, Some(start.domain), true, &spec, 0.0, None);
     sim.attempt((0, 0.0, scene.simulation.dt, false), |ctx, bodies, _, history| {
         let col = history.body.col("tag");
         for i in 0..ctx.layout.n_owned {

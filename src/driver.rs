@@ -473,7 +473,8 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
     let mut solver = make_solver(scene);
     // A checkpoint's own decomposition is kept as it is (an exact restart).
     let rebalance = opts.restart.is_none() || opts.domain.is_none();
-    let mut world = World::new(comm, scene, bodies, opts.domain.clone(), rebalance, &solver.history(), opts.restart.map_or(0.0, |(_, t)| t));
+    let restart_world = opts.restart.map(|_| &opts.restart_world);
+    let mut world = World::new(comm, scene, bodies, opts.domain.clone(), rebalance, &solver.history(), opts.restart.map_or(0.0, |(_, t)| t), restart_world);
     let n_global = parallel::sum_u64(comm, world.n_owned() as u64);
     solver.phases().iter().for_each(|p| world.add_phase(p));
     let mut tally = StepTally::new(opts.restart.map_or(1, |(step, _)| step + 1));
@@ -547,6 +548,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         tally.add(&report);
         clock.advance(report.dt);
         world.control_walls(solver.reported_forces(), clock.time);
+        world.control_cell(solver.reported_forces(), clock.time);
         if let Some(v) = scene.simulation.until_static {
             clock.quiet = if largest_speed(&world) < v { clock.quiet + 1 } else { 0 };
         }

@@ -59,8 +59,9 @@ pub struct StepContext<'a> {
 pub struct World<'a> {
     comm: &'a Comm,
     scene: &'a Scene,
-    /// The scene as the solvers see it when a wall is stress-controlled:
-    /// a copy whose walls carry the servo's present motion (None: `scene`).
+    /// The scene as the solvers see it when a wall or the periodic cell is
+    /// stress-controlled: a copy whose walls carry the servo's present
+    /// motion and whose cell its present period (None: `scene`).
     servo_scene: Option<Box<Scene>>,
     domain: Domain,
     bodies: Bodies,
@@ -106,8 +107,11 @@ pub struct World<'a> {
     walls: Vec<Wall>,
     /// The time of [`World::set_time`] (a Lees–Edwards cell's offset).
     time: f64,
-    /// The time the ghost lists were last built.
-    built: f64,
+    /// A Lees–Edwards cell's offset and gradient period when the ghost
+    /// lists were last built: how far its images have moved since decides
+    /// the next rebuild (checkpointed, so a restart rebuilds when the
+    /// uninterrupted run would).
+    drift_from: (f64, f64),
 }
 
 /// The checkpoint table of the World's own per-body rows.
@@ -115,6 +119,28 @@ const WORLD_TABLE: &str = "world";
 /// The checkpoint table of the servo walls' motion: key wall index,
 /// f = [anchor x, y, z, since, speed, scale, error].
 const SERVO_TABLE: &str = "servo_walls";
+/// The checkpoint table of a stress-controlled cell (one row, rank 0's):
+/// f = [gradient face, offset, since, speed, scale, error, averaged stress].
+const CELL_TABLE: &str = "servo_cell";
+/// The checkpoint table of a Lees–Edwards cell's images (one row, rank
+/// 0's): f = [offset, gradient period] when the ghost lists were built.
+const DRIFT_TABLE: &str = "image_drift";
+
+/// Takes a checkpoint's stress-controlled cell (table [`CELL_TABLE`], on
+/// whichever rank's slab holds it) into `per` on every rank; a checkpoint
+/// without one leaves the cell as configured. Collective.
+fn restore_cell(comm: &Comm, state: &WorldState, per: &mut crate::scene::Periodic) {
+    let mut row = [0.0; 8];
+    if let Some(t) = crate::history::table(&state.history, CELL_TABLE).filter(|r| r.n_f == 7 && r.len() == 1) {
+        row[0] = 1.0;
+        row[1..].copy_from_slice(t.f_row(0));
+    }
+    // One rank holds the row: a sum with zeros is exact.
+    parallel::sum_f64s(comm, &mut row);
+    let (Some(s), Some(c), true) = (per.shear, per.cell.as_mut(), row[0] == 1.0) else { return };
+    (c.speed, c.scale, c.error) = (row[4], row[5], row[6]);
+    (per.hi[s.gradient], per.offset, per.since, per.measured) = (row[1], row[2], row[3], row[7]);
+}
 
 /// The two sides of a contact as detection saw them: fixed (a fixed body
 /// or, for b, a wall), and the arm from each body's centre to the contact
@@ -147,18 +173,26 @@ impl<'a> World<'a> {
     /// to their owners in `domain`: the decomposition start-up placed them
     /// in, or a checkpoint's on the same rank count (then `rebalance` is
     /// false: the run continues as it would have). Without one, the rank
-    /// boxes are made over the bodies' box. `time`: the run's (a restart's).
-    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, domain: Option<Domain>, rebalance: bool, history: &HistorySpec, time: f64) -> Self {
+    /// boxes are made over the bodies' box. `time`: the run's (a restart's);
+    /// `restart`: a checkpoint's World, whose stress-controlled cell is taken
+    /// before the bodies are wrapped into it. Collective.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(comm: &'a Comm, scene: &'a Scene, bodies: Bodies, domain: Option<Domain>, rebalance: bool, history: &HistorySpec, time: f64, restart: Option<&WorldState>) -> Self {
         let domain = domain.unwrap_or_else(|| {
             let (lo, hi) = crate::parallel::domain::domain_box(comm, scene, &bodies);
             Domain::new(lo, hi, comm.size() as usize, scene.simulation.dim)
         });
         let n = bodies.len();
         let servo = scene.walls.iter().any(|w| matches!(w.motion, crate::scene::WallMotion::Servo(_)));
+        let cell = scene.periodic.as_ref().is_some_and(|p| p.cell.is_some());
+        let mut servo_scene = (servo || cell).then(|| Box::new(scene.clone()));
+        if let (Some(state), Some(per)) = (restart, servo_scene.as_mut().and_then(|s| s.periodic.as_mut())) {
+            restore_cell(comm, state, per);
+        }
         let mut world = World {
             comm,
             scene,
-            servo_scene: servo.then(|| Box::new(scene.clone())),
+            servo_scene,
             domain,
             bodies,
             layout: Layout::default(),
@@ -181,7 +215,7 @@ impl<'a> World<'a> {
             next: None,
             walls: scene.walls.clone(),
             time,
-            built: time,
+            drift_from: (0.0, 0.0),
         };
         world.layout.n_owned = n;
         world.rebuild(rebalance);
@@ -292,6 +326,18 @@ impl<'a> World<'a> {
             }
         }
         history.push((SERVO_TABLE.to_string(), servo));
+        let mut cell = FlatRecords::new(0, 7);
+        if let (0, Some(p)) = (self.comm.rank(), self.scene().periodic.as_ref()) {
+            if let (Some(s), Some(c)) = (p.shear, &p.cell) {
+                cell.push(0, &[], &[p.hi[s.gradient], p.offset, p.since, c.speed, c.scale, c.error, p.measured]);
+            }
+        }
+        history.push((CELL_TABLE.to_string(), cell));
+        let mut drift = FlatRecords::new(0, 2);
+        if self.comm.rank() == 0 && self.scene().periodic.as_ref().is_some_and(|p| p.shear.is_some()) {
+            drift.push(0, &[], &[self.drift_from.0, self.drift_from.1]);
+        }
+        history.push((DRIFT_TABLE.to_string(), drift));
         WorldState { history, domain: self.domain.to_flat() }
     }
 
@@ -334,6 +380,15 @@ impl<'a> World<'a> {
             }
         }
         self.sync_servo_scene();
+        let mut row = [0.0; 3];
+        if let Some(t) = crate::history::table(&state.history, DRIFT_TABLE).filter(|r| r.n_f == 2 && r.len() == 1) {
+            row = [1.0, t.f_row(0)[0], t.f_row(0)[1]];
+        }
+        // One rank holds the row: a sum with zeros is exact.
+        parallel::sum_f64s(self.comm, &mut row);
+        if row[0] == 1.0 {
+            self.drift_from = (row[1], row[2]);
+        }
     }
 
     /// The solvers' copy of the scene takes the walls' present motion.
@@ -361,7 +416,7 @@ impl<'a> World<'a> {
                 }
             }
         }
-        if let Some(p) = &self.scene.periodic {
+        if let Some(p) = &self.scene().periodic {
             for a in 0..3 {
                 if p.axes[a] {
                     (lo[a], hi[a]) = (p.lo[a], p.hi[a]);
@@ -441,6 +496,58 @@ impl<'a> World<'a> {
         self.sync_servo_scene();
     }
 
+    /// Moves a stress-controlled periodic cell (`[parallel] normal_stress`)
+    /// on to time `t`, its gradient period at the rate it had over the
+    /// step, and sets that rate from the cell's normal stress on the
+    /// gradient axis after the step (Love–Weber over the cell, from the
+    /// forces `reported` as in [`World::reactions`]) by the law of the
+    /// stress-controlled walls ([`crate::scene::Servo::control`]), the
+    /// cell's face as the wall. Collective; nothing without such a cell.
+    pub fn control_cell(&mut self, reported: Option<ReportedForces>, t: f64) {
+        let Some(g) = self.scene().periodic.as_ref().filter(|p| p.cell.is_some()).and_then(|p| p.shear).map(|s| s.gradient) else { return };
+        let forces = self.answer_forces(reported);
+        let mut local = 0.0;
+        for (k, s) in self.contact_fixed.iter().enumerate().take(self.contacts.len()) {
+            let f = self.contacts.normal[k] * forces.f_n.get(k).copied().unwrap_or(0.0) + forces.f_t.get(k).copied().unwrap_or_else(Vector3::zeros);
+            if !s.fixed.0 {
+                local += f[g] * s.arm_a[g];
+            }
+            if !s.fixed.1 {
+                local -= f[g] * s.arm_b[g];
+            }
+        }
+        let sum = parallel::sum_f64(self.comm, local);
+        let (lo, hi) = self.cell_box();
+        let dim = self.scene.simulation.dim as usize;
+        let area: f64 = (0..dim).filter(|&a| a != g).map(|a| hi[a] - lo[a]).product();
+        // A body must never meet its own image (as the configuration checks).
+        let rmax = self.scene.shapes.iter().map(|s| s.bounding_radius()).fold(0.0, f64::max);
+        let shortest = 2.0 * (2.0 * rmax + self.params.skin + self.params.contact_distance);
+        let dt = self.scene.simulation.dt;
+        let per = self.servo_scene.as_mut().and_then(|s| s.periodic.as_mut()).expect("a stress-controlled cell has its scene copy");
+        per.advance(t);
+        // Rigid grains in flow give a stress that changes from step to step:
+        // the servo may follow its average instead.
+        let now = sum / (area * per.period(g));
+        per.measured = if per.average > 0.0 && per.measured.is_finite() { per.measured + (dt / per.average).min(1.0) * (now - per.measured) } else { now };
+        let measured = per.measured;
+        let point = per.hi;
+        let period = per.period(g);
+        if let Some(c) = per.cell.as_mut() {
+            let target = c.target_force(t, 1.0);
+            c.control(t, point, measured, target);
+            if period - c.speed * dt <= shortest && c.speed > 0.0 {
+                if self.comm.rank() == 0 {
+                    log::warn!("the stress-controlled cell stops shrinking: its gradient period {} would come within two reaches of the largest body ({})", num(period), num(shortest));
+                }
+                c.speed = 0.0;
+            }
+        }
+        // A solver's search may have found the next step's contacts already
+        // (no ghost refresh before it): its images move at the new rate.
+        self.layout.follow(self.servo_scene.as_deref().and_then(|s| s.periodic.as_ref()), t);
+    }
+
     pub fn timers(&self) -> &Timers {
         &self.timers
     }
@@ -489,12 +596,17 @@ impl<'a> World<'a> {
             .map(|i| (self.bodies.position[i] - self.reference[i]).norm())
             .fold(0.0, f64::max);
         // A Lees–Edwards cell's images slide past the bodies across the
-        // gradient faces: as far as the offset moved since the lists were built.
-        let sheared = self.scene.periodic.as_ref().map_or(0.0, |p| (p.shear_speed() * (self.time - self.built)).abs());
+        // gradient faces: as far as the offset (and the period) moved since
+        // the lists were built.
+        let periodic = self.servo_scene.as_deref().unwrap_or(self.scene).periodic.as_ref();
+        let sheared = periodic.and_then(|p| Some((p.shear?, p))).map_or(0.0, |(s, p)| {
+            (p.shear_offset(self.time) - self.drift_from.0).abs() + (p.period_at(s.gradient, self.time) - self.drift_from.1).abs()
+        });
         let stale = force || self.reference.len() != n || moved + sheared > 0.5 * self.params.skin;
         if parallel::all_ok(self.comm, !stale) {
             let time = self.time;
-            self.timers.time("ghost_exchange", || exchange::forward(self.comm, &mut self.bodies, &self.layout, time));
+            let (comm, bodies, layout) = (self.comm, &mut self.bodies, &mut self.layout);
+            self.timers.time("ghost_exchange", || exchange::forward(comm, bodies, layout, periodic, time));
             return;
         }
         self.rebuild(true);
@@ -505,14 +617,16 @@ impl<'a> World<'a> {
     fn rebuild(&mut self, rebalance: bool) {
         let n = self.layout.n_owned;
         self.bodies.truncate(n);
-        if let Some(per) = &self.scene.periodic {
+        if let Some(per) = &self.servo_scene.as_deref().unwrap_or(self.scene).periodic {
             let b = &mut self.bodies;
             for i in 0..n {
                 (b.position[i], b.velocity[i]) = per.wrap_state(&b.position[i], &b.velocity[i], self.time);
             }
         }
-        self.built = self.time;
         let time = self.time;
+        if let Some((s, p)) = self.servo_scene.as_deref().unwrap_or(self.scene).periodic.as_ref().and_then(|p| Some((p.shear?, p))) {
+            self.drift_from = (p.shear_offset(time), p.period_at(s.gradient, time));
+        }
         if rebalance {
             self.rebalance();
         }
@@ -527,7 +641,7 @@ impl<'a> World<'a> {
         let n = bodies.len();
         let extra = self.params.skin + self.params.contact_distance;
         let shapes = &self.scene.shapes;
-        let periodic = self.scene.periodic.as_ref();
+        let periodic = self.servo_scene.as_deref().unwrap_or(self.scene).periodic.as_ref();
         self.layout =
             self.timers.time("ghost_exchange", || exchange::borders(comm, domain, bodies, n, shapes, extra, periodic, time));
         self.reference = self.bodies.position[..n].to_vec();

@@ -399,6 +399,91 @@ fn under_dem_lees_edwards_images_collide_as_unsheared_ones() {
     sheared_meeting_is_unsheared("head-on-dem", cell, |v, _| v[2] < -0.9 && v[5] > 0.9);
 }
 
+/// A stress-controlled Lees–Edwards cell (γ̇ = 0 here) whose pack carries
+/// no stress shrinks its gradient period at `servo_max_speed` (1 m/s, from
+/// the first step's control on): L(t) = 1 − (t − Δt). Its images move with
+/// the period, and the CD step sees their speed: A at rest at z = 0.85 is
+/// met by the image of B (at rest at z = 0.06) one period up, which comes
+/// down at 1 m/s and reaches A at t = 0.111 s (1.06 − (t − Δt) = 0.95). With
+/// e = 1 A leaves at the image's −1 m/s and the image stops, so that B, its
+/// owner, rises at +1 m/s; neither crosses a face before t_end. The target
+/// (1e12 Pa) stays far above the collision's stress, so the rate never drops.
+#[test]
+fn a_stress_controlled_cell_moves_its_images_with_its_period() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = common::Spheres::new("cd", 0.3, 1e-3, [0.0; 3], 0.05)
+        .material("restitution = 1.0")
+        .body([0.2, 0.5, 0.85])
+        .body([0.2, 0.5, 0.06])
+        .with("[parallel]\nperiodic = [true, true, true]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [1.0, 1.0, 1.0]\nlees_edwards = \"xz\"\nshear_rate = 0.0\n")
+        .with("servo_stress = 1e12\nservo_max_speed = 1.0\n[solver]\ntolerance = 1e-12\n")
+        .every(20)
+        .toml();
+    for np in [1, 3] {
+        let (out, log) = common::run_config(np, tmp.path(), "cell", &text);
+        let (v, p) = (last_bodies(&out, "velocity"), last_bodies(&out, "position"));
+        let want = [0.0, 0.0, -1.0, 0.0, 0.0, 1.0];
+        for k in 0..6 {
+            assert!((v[k] - want[k]).abs() < 1e-9, "np {np}: velocities {v:?}, not {want:?}\n{log}");
+        }
+        // Apart since t = 0.111 s, to the step in which the gap closes.
+        assert!((p[2] - (0.85 - (0.3 - 0.111))).abs() < 3e-3, "np {np}: A at z = {}", p[2]);
+        assert!((p[5] - (0.06 + (0.3 - 0.111))).abs() < 3e-3, "np {np}: B at z = {}", p[5]);
+        let m = &summary(&out)["measures"];
+        let height = m["box_hi"][2].as_f64().unwrap() - m["box_lo"][2].as_f64().unwrap();
+        assert!((height - (1.0 - (0.3 - 1e-3))).abs() < 1e-12, "np {np}: the cell's period is {height}");
+    }
+}
+
+/// Three spheres (r = 0.1 m) stacked along z in a periodic cell of 0.5 m ×
+/// 0.5 m × 0.68 m whose z period follows σ_zz = 10 kPa (dem, no gravity):
+/// the cell closes until the column carries the stress.
+fn stress_controlled_column(t_end: f64) -> String {
+    common::Spheres::new("dem", t_end, 1e-3, [0.0; 3], 0.1)
+        .body([0.25, 0.25, 0.11])
+        .body([0.25, 0.25, 0.33])
+        .body([0.25, 0.25, 0.55])
+        .with("[parallel]\nperiodic = [true, true, true]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [0.5, 0.5, 0.68]\nlees_edwards = \"xz\"\nshear_rate = 0.0\n")
+        .with("servo_stress = 1e4\nservo_max_speed = 0.2\nservo_gain = 5.0\n")
+        .with("[contact]\ndistance = 0.01\n\n[dem]\ngbar = 0.005\nf = 0.5\neps1 = 1.0e6\nn1 = 1.5\nn2 = -2.0\ndamping = 0.5\n")
+        .output("every = 100\nthermo_every = 100")
+        .toml()
+}
+
+/// The stress-controlled cell at rest holds its target: the column's
+/// Love–Weber σ_zz is 10 kPa to 1e-6, on 1 and 2 ranks, with the same period.
+#[test]
+fn under_dem_a_stress_controlled_cell_holds_its_stress_at_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut heights = Vec::new();
+    for np in [1, 2] {
+        let (out, log) = common::run_config(np, tmp.path(), "column", &stress_controlled_column(1.5));
+        let s = summary(&out);
+        let held = stress(&s)[2][2];
+        assert!((held - 1e4).abs() <= 1e-6 * 1e4, "np {np}: the cell holds {held} Pa, not 10 kPa\n{log}");
+        assert!(s["kinetic_energy"].as_f64().unwrap() < 1e-12, "np {np}: not at rest: {}", s["kinetic_energy"]);
+        heights.push(s["measures"]["box_hi"][2].as_f64().unwrap());
+    }
+    assert!((heights[0] - heights[1]).abs() <= 1e-9, "the cell's period is {} on 1 rank, {} on 2", heights[0], heights[1]);
+}
+
+/// A run stopped at a checkpoint while the cell closes, and restarted,
+/// ends where the run without the stop ends: the cell's period, rate and
+/// servo state, and how far its images moved since the ghost lists were
+/// built, are in the checkpoint.
+#[test]
+fn a_restart_continues_the_stress_controlled_cell_bit_for_bit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (whole, _) = common::run_config(2, tmp.path(), "whole", &stress_controlled_column(0.6));
+    let (first, _) = common::run_config(2, tmp.path(), "first", &stress_controlled_column(0.3));
+    let checkpoint = first.join("checkpoint-000300.h5");
+    assert!(checkpoint.exists(), "no checkpoint at the first run's end");
+    common::mpirun_ok(2, &common::stiffgrain(), &["restart", checkpoint.to_str().unwrap(), "--set", "simulation.t_end=0.6"]);
+    assert_eq!(common::last_frame_bits(&first), common::last_frame_bits(&whole), "the restarted run ends elsewhere");
+    let height = |out: &Path| summary(out)["measures"]["box_hi"][2].as_f64().unwrap().to_bits();
+    assert_eq!(height(&first), height(&whole), "the restarted cell's period differs");
+}
+
 /// Bad lab settings: one line naming the file and the key, exit status 2.
 #[test]
 fn bad_lab_settings_are_one_line_naming_the_key() {
@@ -406,7 +491,7 @@ fn bad_lab_settings_are_one_line_naming_the_key() {
     let lid = "[[wall]]\npoint = [0.0, 0.0, 1.0]\nnormal = [0.0, 0.0, -1.0]\n";
     let periodic = "[parallel]\nperiodic = [true, true, true]\nbox_min = [-1.0, -1.0, -1.0]\nbox_max = [1.0, 1.0, 2.0]\n";
     let plate = |dofs: &str| format!("[[body]]\nshape = \"s\"\nposition = [0.0, 0.0, 2.0]\ndofs = {dofs}\n");
-    let cases: [(&str, String, &str); 9] = [
+    let cases: [(&str, String, &str); 12] = [
         ("cd", format!("{lid}servo_stress = 1e3\n"), "wall[1].servo_max_speed"),
         ("cd", "[[wall]]\npoint = [0.0, 0.0, 1.0]\nnormal = [0.0, 1.0, -1.0]\nservo_stress = 1e3\nservo_max_speed = 0.1\n".into(), "wall[1].normal"),
         ("cd", format!("{lid}servo_force = 1.0\nservo_stress = 1e3\nservo_max_speed = 0.1\n"), "wall[1].servo_force"),
@@ -416,6 +501,9 @@ fn bad_lab_settings_are_one_line_naming_the_key() {
         ("cd", plate("[\"z\", \"w\"]"), "body[1].dofs"),
         ("cd", plate("[]"), "body[1].dofs"),
         ("cd", plate("[\"z\"]") + "velocity = [1.0, 0.0, 0.0]\n", "body[1].velocity"),
+        ("cd", format!("{periodic}servo_stress = 1e3\nservo_max_speed = 0.1\n"), "parallel.servo_stress"),
+        ("cd", format!("{periodic}lees_edwards = \"xz\"\nshear_rate = 1.0\nservo_stress = 1e3\n"), "parallel.servo_max_speed"),
+        ("cd", format!("{periodic}lees_edwards = \"xz\"\nshear_rate = 1.0\nservo_gain = 2.0\n"), "parallel.servo_gain"),
     ];
     for (k, (solver, extra, key)) in cases.iter().enumerate() {
         let text = common::Spheres::new(solver, 0.1, 1e-3, [0.0; 3], 0.1).body([0.0, 0.0, 0.5]).ground().with(extra).toml();

@@ -166,10 +166,10 @@ pub fn wall_velocity(scene: &Scene, contacts: &Contacts, i: usize, time: f64, dt
 /// (B v < 0) and would close within the step without a force (so contacts
 /// not yet formed do not bounce early); a tangential row has B (v + Δt M⁻¹
 /// F_ext) alone. A moving wall adds its velocity along each row, and so
-/// does a Lees–Edwards image its speed beyond its owner (`images`, from
-/// [`exchange::image_speeds`]: B's columns are the owners'). Collective.
+/// does a Lees–Edwards image its velocity beyond its owner (`images`, from
+/// [`exchange::image_velocities`]: B's columns are the owners'). Collective.
 #[allow(clippy::too_many_arguments)]
-pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Contacts, ext: &[Vector6<f64>], images: Option<&(usize, Vec<f64>)>, time: f64, dt: f64) -> crate::petsc::Result<Vector> {
+pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Contacts, ext: &[Vector6<f64>], images: Option<&Vec<Vector3<f64>>>, time: f64, dt: f64) -> crate::petsc::Result<Vector> {
     let mut v = op.body_vec()?;
     let mut vf = op.body_vec()?;
     {
@@ -189,19 +189,19 @@ pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Cont
         let bvv = bv.view()?;
         let mut pv = p.view_mut()?;
         let rows = op.rows;
-        // The image speed of local body `l` along the flow (zero if owned).
+        // The image velocity of local body `l` beyond its owner (zero if owned).
         let image = |l: usize| match images {
-            Some((_, speeds)) if l != WALL_INDEX && l >= op.n_owned => speeds[l - op.n_owned],
-            _ => 0.0,
+            Some(v) if l != WALL_INDEX && l >= op.n_owned => v[l - op.n_owned],
+            _ => Vector3::zeros(),
         };
         for i in 0..contacts.len() {
             let phi = contacts.gap[i] / dt;
             let e = restitution(scene, bodies, contacts, i);
             // Row k's halves times the images' velocities beyond their owners.
             let drift = |k: usize| match images {
-                Some(&(flow, _)) => {
+                Some(_) => {
                     let (a, b) = if k == 0 { (op.ja[i], op.jb[i]) } else { op.jt[i][k - 1] };
-                    a[flow] * image(contacts.ia[i]) + b[flow] * image(contacts.ib[i])
+                    a.fixed_rows::<3>(0).dot(&image(contacts.ia[i])) + b.fixed_rows::<3>(0).dot(&image(contacts.ib[i]))
                 }
                 None => 0.0,
             };
@@ -335,7 +335,7 @@ impl CdSolver {
             let (st_asm, st_solve) = self.stages.expect("registered above");
             let guard = st_asm.push()?;
             let mut op = ContactOperator::assemble(comm, bodies, ctx.layout, contacts, dt, self.friction)?;
-            let images = exchange::image_speeds(comm, ctx.layout);
+            let images = exchange::image_velocities(comm, ctx.layout);
             let p = rhs(&op, scene, bodies, contacts, &ext, images.as_ref(), ctx.time, dt)?;
             let mut f = op.contact_vec()?;
             f.view_mut()?.copy_from_slice(&self.warm_start(&op, contacts, history));

@@ -190,11 +190,46 @@ pub struct ParallelCfg {
     /// The shear rate γ̇ of the Lees–Edwards cell (with `lees_edwards`).
     #[schemars(extend("x-unit" = "1/s", "x-default" = "none"))]
     pub shear_rate: Option<f64>,
+    /// Stress control of the Lees–Edwards cell: the normal stress σ on its
+    /// gradient axis (compressive, Love–Weber over the cell) that its
+    /// gradient period follows. After each step the period changes at
+    /// −servo_max_speed · clamp(servo_gain · s · (σ − measured)/σ, −1, 1),
+    /// the law of a servo wall; the images across that axis move with it.
+    #[schemars(extend("x-unit" = "Pa", "x-default" = "none (fixed period)"))]
+    pub servo_stress: Option<f64>,
+    /// The cell's servo gain g (with `servo_stress`).
+    #[schemars(extend("x-unit" = "1", "x-default" = "1"))]
+    pub servo_gain: Option<f64>,
+    /// The largest rate of the cell's gradient period (required with
+    /// `servo_stress`).
+    #[schemars(extend("x-unit" = "m/s", "x-default" = "none"))]
+    pub servo_max_speed: Option<f64>,
+    /// The cell's target stress grows linearly from zero over this time.
+    #[schemars(extend("x-unit" = "s", "x-default" = "0"))]
+    pub servo_ramp: Option<f64>,
+    /// The cell's servo follows the measured stress averaged exponentially
+    /// over this time (0: each step's). Rigid grains in flow (cd) give a
+    /// stress that jumps from step to step; the law's gain scale halves at
+    /// each change of sign of the error, so without an average it freezes.
+    #[schemars(extend("x-unit" = "s", "x-default" = "0"))]
+    pub servo_average: Option<f64>,
 }
 
 impl Default for ParallelCfg {
     fn default() -> Self {
-        Self { imbalance: default_imbalance(), periodic: [false; 3], box_min: None, box_max: None, lees_edwards: None, shear_rate: None }
+        Self {
+            imbalance: default_imbalance(),
+            periodic: [false; 3],
+            box_min: None,
+            box_max: None,
+            lees_edwards: None,
+            shear_rate: None,
+            servo_stress: None,
+            servo_gain: None,
+            servo_max_speed: None,
+            servo_ramp: None,
+            servo_average: None,
+        }
     }
 }
 

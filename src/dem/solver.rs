@@ -187,7 +187,7 @@ impl Solver for DemSolver {
         let walls = scene.walls.iter().map(|w| w.displacement(time, report.dt).norm()).fold(0.0, f64::max);
         let disp = night_owl::displacements(world, start);
         // A Lees–Edwards image drifts past the bodies besides.
-        let drift = scene.periodic.as_ref().map_or(0.0, |p| (p.shear_speed() * report.dt).abs());
+        let drift = world.layout().image_speed() * report.dt;
         let largest = parallel::max_f64(comm, disp.iter().copied().fold(0.0, f64::max)) + drift;
         let moved = night_owl::step_displacements(world, &disp, largest, report.dt);
         let reach = 2.0 * largest.max(walls);

@@ -26,10 +26,53 @@ pub struct Layout {
     /// a periodic image (zero for a plain ghost), the image's gradient
     /// periods in a Lees–Edwards cell), in send order.
     sends: Vec<(usize, usize, Vector3<f64>, i32)>,
-    /// A Lees–Edwards cell: the flow axis, the images' speed per gradient
-    /// period, and the time the shifts were made (they move on with the
-    /// offset).
-    shear: Option<(usize, f64, f64)>,
+    /// A Lees–Edwards cell's images: where they were made, how they move.
+    shear: Option<ImageMotion>,
+}
+
+/// The images of a Lees–Edwards cell: its offset when their shifts were
+/// made (they move on with it, and with its gradient period when that
+/// follows a stress), and their velocity beyond their owners now, per
+/// gradient period.
+#[derive(Clone, Copy, Debug)]
+struct ImageMotion {
+    flow: usize,
+    gradient: usize,
+    offset: f64,
+    /// γ̇ L along the flow axis and dL/dt along the gradient axis, m/s.
+    speed: f64,
+    rate: f64,
+}
+
+impl ImageMotion {
+    fn of(p: &Periodic, time: f64) -> Option<Self> {
+        let s = p.shear?;
+        Some(Self { flow: s.flow, gradient: s.gradient, offset: p.shear_offset(time), speed: p.shear_speed_at(time), rate: p.gradient_speed() })
+    }
+
+    /// An image's velocity beyond its owner, `periods` gradient periods away.
+    fn velocity(&self, periods: i32) -> Vector3<f64> {
+        let mut v = Vector3::zeros();
+        v[self.flow] = periods as f64 * self.speed;
+        v[self.gradient] += periods as f64 * self.rate;
+        v
+    }
+}
+
+impl Layout {
+    /// The images take the present velocity of the cell `periodic` (its
+    /// shear and the rate of its gradient period) at `time`.
+    pub fn follow(&mut self, periodic: Option<&Periodic>, time: f64) {
+        if let (Some(m), Some(now)) = (self.shear.as_mut(), periodic.and_then(|p| ImageMotion::of(p, time))) {
+            (m.speed, m.rate) = (now.speed, now.rate);
+        }
+    }
+
+    /// The largest speed of an image beyond its owner, m/s (0 without a
+    /// Lees–Edwards cell).
+    pub fn image_speed(&self) -> f64 {
+        self.shear.map_or(0.0, |m| m.velocity(1).norm())
+    }
 }
 
 /// Sends every owned body whose centre is now in another rank's box to that
@@ -119,9 +162,9 @@ pub fn borders(
         offset,
         global_index: (0..n_owned as u64).map(|i| offset + i).collect(),
         sends,
-        shear: periodic.and_then(|p| p.shear.map(|s| (s.flow, p.shear_speed(), time))),
+        shear: periodic.and_then(|p| ImageMotion::of(p, time)),
     };
-    let (ghosts, index) = send_ghosts(comm, bodies, &layout, time);
+    let (ghosts, index) = send_ghosts(comm, bodies, &layout, periodic, time);
     bodies.reserve_exact(ghosts.len());
     for i in 0..ghosts.len() {
         bodies.push(body_from_row(&ghosts, i));
@@ -131,16 +174,18 @@ pub fn borders(
 }
 
 /// Refreshes the ghosts' state from their owners along the existing lists
-/// (same ghosts, same order) at `time` (a Lees–Edwards image's offset).
-pub fn forward(comm: &Comm, bodies: &mut Bodies, layout: &Layout, time: f64) {
-    let (ghosts, _) = send_ghosts(comm, bodies, layout, time);
+/// (same ghosts, same order) at `time`, a Lees–Edwards image's with the
+/// cell `periodic` as it is then (its offset, period and their rates).
+pub fn forward(comm: &Comm, bodies: &mut Bodies, layout: &mut Layout, periodic: Option<&Periodic>, time: f64) {
+    layout.follow(periodic, time);
+    let (ghosts, _) = send_ghosts(comm, bodies, layout, periodic, time);
     assert_eq!(ghosts.len(), bodies.len() - layout.n_owned, "ghost lists changed without borders()");
     for k in 0..ghosts.len() {
         bodies.set(layout.n_owned + k, body_from_row(&ghosts, k));
     }
 }
 
-fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout, time: f64) -> (FlatRecords, FlatRecords) {
+fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout, periodic: Option<&Periodic>, time: f64) -> (FlatRecords, FlatRecords) {
     let mut recs = FlatRecords::new(BODY_NU, BODY_NF);
     let mut index = FlatRecords::new(0, 0);
     let dest: Vec<usize> = layout.sends.iter().map(|&(r, _, _, _)| r).collect();
@@ -150,11 +195,20 @@ fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout, time: f64) -> (Fla
         for a in 0..3 {
             recs.f[row + a] += shift[a];
         }
-        // A Lees–Edwards image: moved on with the offset since the shift
-        // was made, and at the images' speed (velocity at f[7..10]).
-        if let (Some((flow, speed, built)), true) = (layout.shear, periods != 0) {
-            recs.f[row + flow] += periods as f64 * speed * (time - built);
-            recs.f[row + 7 + flow] += periods as f64 * speed;
+        // A Lees–Edwards image: moved on with the offset (and the
+        // gradient period) since the shift was made, and at the images'
+        // velocity (at f[7..10]).
+        if let (Some(m), Some(p), true) = (layout.shear, periodic, periods != 0) {
+            recs.f[row + m.flow] += periods as f64 * (p.shear_offset(time) - m.offset);
+            // A stress-controlled cell: the period now, by the expression
+            // a new list would use (a restart then sees the same bits).
+            if p.cell.is_some() {
+                recs.f[row + m.gradient] = bodies.position[i][m.gradient] + periods as f64 * p.period_at(m.gradient, time);
+            }
+            let v = m.velocity(periods);
+            for a in 0..3 {
+                recs.f[row + 7 + a] += v[a];
+            }
         }
         index.push(layout.global_index[i], &[], &[]);
     }
@@ -172,13 +226,16 @@ pub fn forward_values(comm: &Comm, layout: &Layout, owned: &[f64], width: usize)
 }
 
 /// [`forward_values`] of the 6 increments (translation, rotation) per body
-/// over a step of `dt`: a Lees–Edwards image also drifts along the flow
-/// axis at its speed, so its increment is the owner's plus that drift.
+/// over a step of `dt`: a Lees–Edwards image also drifts at its velocity
+/// beyond its owner, so its increment is the owner's plus that drift.
 pub fn forward_increments(comm: &Comm, layout: &Layout, owned: &[f64], dt: f64) -> Vec<f64> {
     let shear = layout.shear;
     forward_with(comm, layout, owned, 6, |row, periods| {
-        if let (Some((flow, speed, _)), true) = (shear, periods != 0) {
-            row[flow] += periods as f64 * speed * dt;
+        if let (Some(m), true) = (shear, periods != 0) {
+            let v = m.velocity(periods);
+            for a in 0..3 {
+                row[a] += v[a] * dt;
+            }
         }
     })
 }
@@ -188,20 +245,22 @@ pub fn forward_increments(comm: &Comm, layout: &Layout, owned: &[f64], dt: f64) 
 pub fn forward_displacements(comm: &Comm, layout: &Layout, owned: &[f64], dt: f64) -> Vec<f64> {
     let shear = layout.shear;
     forward_with(comm, layout, owned, 1, |row, periods| {
-        if let Some((_, speed, _)) = shear {
-            row[0] += (periods as f64 * speed * dt).abs();
+        if let Some(m) = shear {
+            row[0] += m.velocity(periods).norm() * dt;
         }
     })
 }
 
-/// In a Lees–Edwards cell, the flow axis and the speed along it at which
-/// each ghost moves beyond its owner (periods·γ̇L for an image, zero for a
-/// plain ghost), in ghost order: what a row of B acting on the owners'
-/// velocities misses. `None` outside such a cell. Collective.
-pub fn image_speeds(comm: &Comm, layout: &Layout) -> Option<(usize, Vec<f64>)> {
-    let (flow, speed, _) = layout.shear?;
-    let zeros = vec![0.0; layout.n_owned];
-    Some((flow, forward_with(comm, layout, &zeros, 1, |row, periods| row[0] = periods as f64 * speed)))
+/// In a Lees–Edwards cell, the velocity at which each ghost moves beyond
+/// its owner (periods·γ̇L along the flow axis, periods·dL/dt along the
+/// gradient axis for an image, zero for a plain ghost), in ghost order:
+/// what a row of B acting on the owners' velocities misses. `None` outside
+/// such a cell. Collective.
+pub fn image_velocities(comm: &Comm, layout: &Layout) -> Option<Vec<Vector3<f64>>> {
+    let m = layout.shear?;
+    let zeros = vec![0.0; 3 * layout.n_owned];
+    let v = forward_with(comm, layout, &zeros, 3, |row, periods| row.copy_from_slice(m.velocity(periods).as_slice()));
+    Some(v.chunks_exact(3).map(Vector3::from_column_slice).collect())
 }
 
 fn forward_with(comm: &Comm, layout: &Layout, owned: &[f64], width: usize, image: impl Fn(&mut [f64], i32)) -> Vec<f64> {

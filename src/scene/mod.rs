@@ -537,6 +537,20 @@ pub struct Periodic {
     pub axes: [bool; 3],
     /// Lees–Edwards simple shear, if any.
     pub shear: Option<LeesEdwards>,
+    /// A Lees–Edwards cell whose gradient period follows a normal stress
+    /// (`[parallel] normal_stress`): the servo of the stress-controlled
+    /// walls on the cell's height, `hi[gradient]` its face.
+    pub cell: Option<Servo>,
+    /// The time `hi` and the Lees–Edwards offset are given at (the last
+    /// [`Periodic::advance`]), and that offset, m; from then on the
+    /// gradient face moves at its rate.
+    pub since: f64,
+    pub offset: f64,
+    /// The time over which the cell's servo averages the measured stress
+    /// (exponentially; 0: each step's), s, and that average, Pa (NaN
+    /// before the first step).
+    pub average: f64,
+    pub measured: f64,
 }
 
 /// Lees–Edwards boundaries: the images across the `gradient` axis's period
@@ -563,22 +577,58 @@ pub struct Image {
 impl Periodic {
     /// A plain periodic box (no shear).
     pub fn new(lo: Vector3<f64>, hi: Vector3<f64>, axes: [bool; 3]) -> Self {
-        Self { lo, hi, axes, shear: None }
+        Self { lo, hi, axes, shear: None, cell: None, since: 0.0, offset: 0.0, average: 0.0, measured: f64::NAN }
     }
 
-    fn period(&self, a: usize) -> f64 {
+    /// The upper face on axis `a` at time `t` (a stress-controlled cell's
+    /// gradient face moves at its rate).
+    pub fn hi_at(&self, a: usize, t: f64) -> f64 {
+        match (self.shear, &self.cell) {
+            (Some(s), Some(_)) if s.gradient == a => self.hi[a] + self.gradient_speed() * (t - self.since),
+            _ => self.hi[a],
+        }
+    }
+
+    /// The period on axis `a` at time `t`.
+    pub fn period_at(&self, a: usize, t: f64) -> f64 {
+        self.hi_at(a, t) - self.lo[a]
+    }
+
+    /// The period on axis `a` at `since` (the present one for a cell of
+    /// fixed shape).
+    pub fn period(&self, a: usize) -> f64 {
         self.hi[a] - self.lo[a]
     }
 
     /// The image one gradient period up moves along the flow axis at this
-    /// speed relative to the body (γ̇ L; 0 without shear), m/s.
-    pub fn shear_speed(&self) -> f64 {
-        self.shear.map_or(0.0, |s| s.rate * self.period(s.gradient))
+    /// speed relative to the body at time `t` (γ̇ L; 0 without shear), m/s.
+    pub fn shear_speed_at(&self, t: f64) -> f64 {
+        self.shear.map_or(0.0, |s| s.rate * self.period_at(s.gradient, t))
     }
 
-    /// The unwrapped Lees–Edwards offset at time `t`: γ̇ L t, m.
+    /// The rate of the gradient period, dL/dt (0 unless the cell follows a
+    /// normal stress), m/s: the image one period up moves along the
+    /// gradient axis at this speed relative to the body. A servo's speed
+    /// is positive towards the bodies: here, the cell shrinking.
+    pub fn gradient_speed(&self) -> f64 {
+        self.cell.as_ref().map_or(0.0, |c| -c.speed)
+    }
+
+    /// The unwrapped Lees–Edwards offset at time `t`: the integral of γ̇ L
+    /// over time, m (γ̇ L t in a cell of fixed period).
     pub fn shear_offset(&self, t: f64) -> f64 {
-        self.shear_speed() * t
+        let Some(s) = self.shear else { return 0.0 };
+        let tau = t - self.since;
+        self.offset + s.rate * (self.period(s.gradient) + 0.5 * self.gradient_speed() * tau) * tau
+    }
+
+    /// Takes the cell at time `t` as its new reference (`hi`, the offset),
+    /// before its gradient rate changes. The same on every rank.
+    pub fn advance(&mut self, t: f64) {
+        let (Some(s), Some(_)) = (self.shear, &self.cell) else { return };
+        self.offset = self.shear_offset(t);
+        self.hi[s.gradient] = self.hi_at(s.gradient, t);
+        self.since = t;
     }
 
     /// `p` moved into [lo, hi) on the periodic axes.
@@ -593,14 +643,16 @@ impl Periodic {
     pub fn wrap_state(&self, p: &Vector3<f64>, v: &Vector3<f64>, t: f64) -> (Vector3<f64>, Vector3<f64>) {
         let (mut q, mut w) = (*p, *v);
         if let Some(s) = self.shear {
-            let n = ((q[s.gradient] - self.lo[s.gradient]) / self.period(s.gradient)).floor();
-            q[s.gradient] -= n * self.period(s.gradient);
+            let l = self.period_at(s.gradient, t);
+            let n = ((q[s.gradient] - self.lo[s.gradient]) / l).floor();
+            q[s.gradient] -= n * l;
             q[s.flow] -= n * self.shear_offset(t);
-            w[s.flow] -= n * self.shear_speed();
+            w[s.flow] -= n * self.shear_speed_at(t);
+            w[s.gradient] -= n * self.gradient_speed();
         }
         for a in 0..3 {
             if self.axes[a] {
-                let l = self.period(a);
+                let l = self.period_at(a, t);
                 q[a] = self.lo[a] + (q[a] - self.lo[a]).rem_euclid(l);
             }
         }
@@ -623,10 +675,10 @@ impl Periodic {
             let mut s = vec![0.0];
             if self.axes[a] {
                 if q[a] - self.lo[a] < reach {
-                    s.push(self.period(a));
+                    s.push(self.period_at(a, t));
                 }
-                if self.hi[a] - q[a] < reach {
-                    s.push(-self.period(a));
+                if self.hi_at(a, t) - q[a] < reach {
+                    s.push(-self.period_at(a, t));
                 }
             }
             s
@@ -649,7 +701,7 @@ impl Periodic {
         for sg in near(p, first) {
             let mut base = *p;
             base[first] += sg;
-            let periods = (sg / self.period(first)).round() as i32;
+            let periods = (sg / self.period_at(first, t)).round() as i32;
             {
                 // The image a period up sits ahead by the offset along the
                 // flow axis (one down, behind), then back in the box there.
