@@ -215,6 +215,38 @@ fn lab_validate_check_agrees_with_the_runs_measurements() {
     assert!(rel < 1e-9, "stress differs by {rel} of its largest component");
 }
 
+/// lab_validate.py --shear on a stress-controlled Lees–Edwards cell at rest
+/// (three spheres stacked across the z period, dem, σ_zz = 10 kPa, 2 ranks):
+/// its subsection reports the target and the stress the cell held over the
+/// second half of the run, 10 kPa to 1e-6, and the run's period; without
+/// --iso runs the rest of the section is "not run here".
+#[test]
+fn lab_validate_shear_reports_the_stress_the_cell_held() {
+    let Some(py) = venv_python("h5py, numpy") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let text = common::Spheres::new("dem", 1.5, 1e-3, [0.0; 3], 0.1)
+        .body([0.25, 0.25, 0.11])
+        .body([0.25, 0.25, 0.33])
+        .body([0.25, 0.25, 0.55])
+        .with("[parallel]\nperiodic = [true, true, true]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [0.5, 0.5, 0.68]\nlees_edwards = \"xz\"\nshear_rate = 0.0\n")
+        .with("servo_stress = 1e4\nservo_max_speed = 0.2\nservo_gain = 5.0\n")
+        .with("[contact]\ndistance = 0.01\n\n[dem]\ngbar = 0.005\nf = 0.5\neps1 = 1.0e6\nn1 = 1.5\nn2 = -2.0\ndamping = 0.5\n")
+        .output("every = 50\nthermo_every = 100")
+        .toml();
+    let (out, _) = common::run_config(2, tmp.path(), "column", &text);
+    let table = python_ok(&py, &[root().join("scripts/py/lab_validate.py").to_str().unwrap(), "--shear", out.to_str().unwrap(), "--print"]);
+    let row: Vec<&str> = table.lines().filter(|l| l.starts_with('|')).last().unwrap().split('|').map(str::trim).collect();
+    assert_eq!(row[1], "10000", "target: {table}");
+    let held: Vec<f64> = row[2].split(" ± ").map(|x| x.parse().unwrap()).collect();
+    assert!((held[0] - 1e4).abs() <= 1e-2 && held[1] <= 1e-2, "held {held:?}: {table}");
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let height = s["measures"]["box_hi"][2].as_f64().unwrap();
+    assert!(row[3].starts_with(&format!("{height:.6}")), "period {} vs the run's {height}", row[3]);
+    let code = "import sys; sys.path.insert(0, sys.argv[1]); import lab_validate as L\nprint('\\n'.join(L.section(None, None, [])))";
+    let section = python_ok(&py, &["-c", code, root().join("scripts/py").to_str().unwrap()]);
+    assert!(section.starts_with("## Lab tests") && section.matches("not run here").count() == 4, "{section}");
+}
+
 /// lab_validate.py's local bond order q6 (Steinhardt, over the neighbours
 /// closer than 1.2 d) of the beads inside a perfect FCC lattice is the
 /// crystal's value, sqrt(4π/13 Σ_m |Y6m|²) over its 12 bonds = 0.57452.

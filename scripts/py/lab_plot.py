@@ -7,7 +7,8 @@ usage: lab_plot.py OUT [--axis x|y|z] [--from-start] [--out DIR]
 The strain is the logarithmic strain ln(L0 / L) of the measured box along
 AXIS (default: the axis compressed most over the run), counted from the
 first frame with a force-carrying backbone (the pack jammed), or from the
-first frame with --from-start. Writes DIR/lab.png (default OUT/plots):
+first frame with --from-start; in a Lees–Edwards cell it is the shear
+strain γ̇ t from the start. Writes DIR/lab.png (default OUT/plots):
 stress ratio, solid fraction and the coordination numbers (all bodies and
 the backbone) against strain, and prints its path and, over the second half
 of the strain, the mean and standard deviation of the stress ratio and the
@@ -25,6 +26,17 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 AXES = {"x": 0, "y": 1, "z": 2}
+
+
+def shear_rate(out):
+    """γ̇ of a Lees–Edwards cell (None otherwise), from the run's configuration."""
+    import tomllib
+    with h5py.File(os.path.join(out, "frames.h5"), "r") as f:
+        if "meta" not in f or "config" not in f["meta"].attrs:
+            return None
+        cfg = tomllib.loads(f["meta"].attrs["config"])
+    p = cfg.get("parallel", {})
+    return float(p["shear_rate"]) if p.get("lees_edwards") else None
 
 
 def read_series(out):
@@ -48,10 +60,16 @@ def main():
         sys.exit(f"{a.out}: fewer than two frames")
     axis = AXES[a.axis] if a.axis else int(np.argmax(np.log(length[0] / length[-1])))
     start = 0
-    if not a.from_start:
-        jammed = np.nonzero(s["coordination_backbone"] > 0)[0]
-        start = int(jammed[0]) if len(jammed) else 0
-    strain = np.log(length[start, axis] / length[:, axis])
+    rate = shear_rate(a.out)
+    if rate is not None:
+        strain = np.abs(rate) * s["time"]
+        label = "shear strain γ̇ t"
+    else:
+        if not a.from_start:
+            jammed = np.nonzero(s["coordination_backbone"] > 0)[0]
+            start = int(jammed[0]) if len(jammed) else 0
+        strain = np.log(length[start, axis] / length[:, axis])
+        label = f"strain ln(L0/L) along {'xyz'[axis]}" + ("" if a.from_start else " from jamming")
     keep = slice(start, None)
     fig, ax = plt.subplots(3, 1, sharex=True, figsize=(6, 8))
     ax[0].plot(strain[keep], s["stress_ratio"][keep])
@@ -62,7 +80,7 @@ def main():
     ax[2].plot(strain[keep], s["coordination_backbone"][keep], label="backbone")
     ax[2].set_ylabel("coordination")
     ax[2].legend()
-    ax[2].set_xlabel(f"strain ln(L0/L) along {'xyz'[axis]}" + ("" if a.from_start else " from jamming"))
+    ax[2].set_xlabel(label)
     for x in ax:
         x.grid(alpha=0.3)
     fig.tight_layout()

@@ -8,9 +8,9 @@ usage: lab_validate.py [--iso0 OUT] [--iso03 OUT] [--shear OUT]
        lab_validate.py --le OUT [OUT ...] [--report VALIDATION.md] [--print]
        lab_validate.py --check OUT
 
-Each OUT is the output directory of a finished run of
-configs/lab-compression-frictionless.toml, lab-compression-mu03.toml or
-lab-shear-frictionless.toml. Besides the run's own measurements (its last
+--iso0 and --iso03 take finished runs of
+configs/lab-compression-frictionless.toml and lab-compression-mu03.toml.
+Besides the run's own measurements (its last
 frame, summary.json `measures`), the pack is measured again from the last
 frame of frames.h5 in a core box, the walls' cell shrunk by `--margin`
 diameters on each side: walls order the first layers of beads and lower
@@ -21,9 +21,12 @@ The backbone is found over the whole pack (rattlers: fewer force-carrying
 contacts than the config's `measure.rattler_contacts`, removed until none
 is left) and its coordination averaged over the backbone beads of the
 core. Error bars of the core values: the standard error over its eight
-octants. The shear's steady state is the second half of its strain from
-jamming (as scripts/py/lab_plot.py): mean ± standard deviation of the
-frames (the fluctuations).
+octants.
+
+--shear takes a finished run of configs/lab-shear-frictionless.toml
+(rigid simple shear at a controlled normal stress under cd): its steady
+state (second half of the strain, mean ± standard deviation of the frames)
+and the normal stress the cell held, as its own subsection.
 
 --le takes finished runs of configs/lab-shear-le-frictionless.toml or
 lab-shear-le-mu05.toml (rigid simple shear at constant volume under cd,
@@ -37,7 +40,7 @@ replaces); runs of lab-shear-le-mu05-dem.toml (the implicit DEM) are set
 beside cd's laws at their own inertial number.
 
 Writes (or replaces) the section "## Lab tests" of the report, keeping the
-rest (and its --le subsection); with --print only prints it. --check OUT compares a run's own
+rest (and its shear subsections); with --print only prints it. --check OUT compares a run's own
 measurements (stress, coordination, solid fraction of /series) with an
 independent sum over the bodies and contacts of one of its frames.
 """
@@ -204,29 +207,42 @@ def iso_measures(out, k, margin):
     }
 
 
-def shear_measures(out, axis=0, normal_axis=2):
-    """Steady state of the biaxial shear over the second half of the strain
-    from jamming: q/p, sin φ = (σ1 − σ3)/(σ1 + σ3) of the two loaded axes, Φ."""
-    s = summary(out)
+def shear_measures(out):
+    """The stress-controlled Lees–Edwards shear's steady state (second half
+    of its strain): as a constant-volume run's (le_measures), and the normal
+    stress the cell held against its target."""
+    r = le_measures(out)
+    cfg = run_config(out)
     se = series(out)
-    length = se["box_hi"] - se["box_lo"]
-    jammed = np.nonzero(se["coordination_backbone"] > 0)[0]
-    start = int(jammed[0]) if len(jammed) else 0
-    strain = np.log(length[start, axis] / length[:, axis])
-    rows = np.arange(len(strain)) >= start
-    half = rows & (strain >= 0.5 * strain[-1])
-    st = se["stress"].reshape(-1, 3, 3)
-    s1, s3 = st[:, axis, axis], st[:, normal_axis, normal_axis]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        sin_phi = np.where(s1 + s3 > 0, (s1 - s3) / (s1 + s3), 0.0)
-    ms = lambda v: (float(v[half].mean()), float(v[half].std()))
-    return {
-        "bodies": s["bodies"], "wall": s["wall_time"], "steps": s["steps"], "ranks": s["ranks"],
-        "strain_end": float(strain[-1]), "strain_from": float(strain[half][0]), "frames": int(half.sum()),
-        "strain_total": float(np.log(length[0, axis] / length[-1, axis])),
-        "q_p": ms(se["stress_ratio"]), "sin_phi": ms(sin_phi), "phi": ms(se["solid_fraction"]),
-        "p": ms(se["pressure"]), "I": ms(se["inertial_number"]), "z_bb": ms(se["coordination_backbone"]),
-    }
+    half = se["time"] >= 0.5 * se["time"][-1]
+    g = "xyz".index(cfg["parallel"]["lees_edwards"][1])
+    sigma = se["stress"].reshape(-1, 3, 3)[:, g, g][half]
+    length = (se["box_hi"] - se["box_lo"])[:, g]
+    r.update(target=float(cfg["parallel"]["servo_stress"]), sigma_n=(float(sigma.mean()), float(sigma.std())),
+             period=(float(length[half].mean()), float(length[half].std())), period0=float(length[0]))
+    return r
+
+
+SHEAR_TITLE = "### Simple shear of rigid frictionless beads at a controlled normal stress (Lees–Edwards, cd)"
+
+
+def shear_section(r):
+    """The --shear subsection: the run's steady state at its inertial number."""
+    pm = lambda k, f: f"{r[k][0]:{f}} ± {r[k][1]:{f}}"
+    L = [SHEAR_TITLE, "",
+         f"Run measured here: {machine()}. One run of `configs/lab-shear-frictionless.toml` ({r['bodies']:,} equal "
+         "beads, a fully periodic cell sheared by Lees–Edwards boundaries at γ̇ = 1 /s whose gradient period "
+         "follows the normal stress σ_zz, no gravity, restitution 0), from the pack of "
+         "`configs/lab-shear-le-frictionless.toml`; steady state over the second half of the strain, mean ± "
+         "standard deviation of the frames, and the standard error of τ/σ_n's mean from "
+         f"{BLOCKS} blocks of frames. {r['ranks']} ranks, {r['steps']:,} steps of Δt = {r['dt']:.0e} s. "
+         "Command: the guide's Lab tests, \"Stress-controlled cells\".", "",
+         "| σ_n target [Pa] | σ_zz held [Pa] | period L_z [m] (start) | strain | I | τ/σ_n (± standard error) | Φ | z | steps not converged | solver iterations | wall [s] |",
+         "|---|---|---|---|---|---|---|---|---|---|---|",
+         f"| {r['target']:g} | {pm('sigma_n', '.1f')} | {pm('period', '.6f')} ({r['period0']:.6f}) | {r['strain']:.2f} | "
+         f"{pm('I', '.4f')} | {pm('mu', '.4f')} (± {r['mu_sem']:.4f}) | {pm('phi', '.4f')} | {pm('z', '.3f')} | "
+         f"{r['not_converged']} | {r['iterations']:,} | {r['wall']:.0f} |", ""]
+    return L
 
 
 def cross_check(out):
@@ -481,18 +497,63 @@ def le_section(runs):
     return L
 
 
+def section(iso0, iso03, notes):
+    """The report's section: the notes (what was run), the published values
+    next to the measured ones (or "not run here"), the runs' details; the
+    shear subsections already in the report follow it."""
+    margin = (iso0 or iso03 or {}).get("margin", 2.0)
+    L = ["## Lab tests (isotropic compression, quasi-static shear)", ""]
+    L += ["References: [AR] " + AGNOLIN + "; [PR] " + PEYNEAU + ". "
+          "The published values are quoted from the papers' abstracts. "
+          "Measured by `scripts/py/lab_validate.py` from a finished run's `summary.json` (its own measurements "
+          "over the walls' cell) and the last frame of `frames.h5` (a core box: the cell less a layer of "
+          f"{margin:g} diameters at every wall, where the walls order the beads and lower the solid fraction; "
+          "the papers' packs are periodic, without walls).", ""]
+    if iso0 or iso03:
+        L += [f"Runs measured here: {machine()}.", ""]
+    L += notes
+    core = lambda r, k: f"{r[k]:.4f} ± {r[k + '_err']:.4f} (cell {r[{'phi_core': 'phi', 'z_core': 'z_bb'}[k]]:.4f})" if r else "not run here"
+    L += ["### Isotropic compression: published and measured", "",
+          "| preparation | quantity | published [AR] | measured (core; whole cell) |", "|---|---|---|---|",
+          f"| μ = 0 (or lubricated), compressed from a granular gas: random close packing, low-pressure limit | Φ | ≃ 0.639 | {core(iso0, 'phi_core')} |",
+          f"| | z* (backbone) | ≃ 6 | {core(iso0, 'z_core')} |",
+          f"| μ = 0.3 throughout, compressed from a granular gas | Φ | ≃ 0.593 | {core(iso03, 'phi_core')} |",
+          f"| | z* (backbone) | ≃ 4.5 | {core(iso03, 'z_core')} |", ""]
+    if iso0 or iso03:
+        L += ["| run | x₀ rattlers | z all | p [Pa] | I at the end | gap of the force-carrying contacts, mean / min [d] | local order q6 (core) | at rest | wall [s] |",
+              "|---|---|---|---|---|---|---|---|---|"]
+        for label, r in (("μ = 0", iso0), ("μ = 0.3", iso03)):
+            if r:
+                L.append(f"| {label} | {r['x0']:.3f} | {r['z']:.3f} | {r['p']:.4g} | {r['I']:.2g} | "
+                         f"{r['gap_mean']:.1e} / {r['gap_min']:.1e} | {r['q6_core']:.3f} | {'yes' if r['static'] else 'no'} | {r['wall']:.0f} |")
+        L += [""]
+    return L
+
+
+def replace_section(report, lines):
+    text = open(report).read() if os.path.exists(report) else "# Validation report\n"
+    new = "\n".join(lines).rstrip() + "\n"
+    m = re.search(r"^## Lab tests.*?(?=^## |\Z)", text, flags=re.S | re.M)
+    if m:
+        text = text[:m.start()] + new + ("\n" if m.end() < len(text) else "") + text[m.end():]
+    else:
+        text = text.rstrip() + "\n\n" + new
+    with open(report, "w") as fh:
+        fh.write(text)
+
+
 LE_ANY = r"^### Simple shear of rigid .*?(?=^##|\Z)"
 
 
 def le_subsection(report):
-    """The --le subsections already in the report (kept when the rest of
-    the section is rewritten)."""
+    """The shear subsections already in the report (--le and --shear: kept
+    when the rest of the section is rewritten)."""
     text = open(report).read() if os.path.exists(report) else ""
     return [line for m in re.finditer(LE_ANY, text, flags=re.S | re.M) for line in m.group(0).rstrip().split("\n") + [""]]
 
 
 def replace_subsection(report, title, lines):
-    """Writes the --le subsection `title` at the end of "## Lab tests"
+    """Writes the shear subsection `title` at the end of "## Lab tests"
     (replacing it)."""
     text = open(report).read()
     new = "\n".join(lines).rstrip() + "\n"
@@ -537,14 +598,24 @@ def main(argv):
                 replace_subsection(a.report, le_title(mu), lines)
                 print("wrote", a.report, "subsection", le_title(mu))
         return
+    if a.shear:
+        r = shear_measures(a.shear)
+        print(a.shear, json.dumps(r, default=float), file=sys.stderr)
+        lines = shear_section(r)
+        if a.print:
+            print("\n".join(lines))
+        else:
+            replace_subsection(a.report, SHEAR_TITLE, lines)
+            print("wrote", a.report, "subsection", SHEAR_TITLE)
+        if not (a.iso0 or a.iso03):
+            return
     iso0 = iso_measures(a.iso0, 4, a.margin) if a.iso0 else None
     iso03 = iso_measures(a.iso03, 2, a.margin) if a.iso03 else None
-    shear = shear_measures(a.shear) if a.shear else None
-    for name, r in (("iso0", iso0), ("iso03", iso03), ("shear", shear)):
+    for name, r in (("iso0", iso0), ("iso03", iso03)):
         if r:
             print(name, json.dumps(r, default=float), file=sys.stderr)
     notes = open(a.notes).read().rstrip().split("\n") + [""] if a.notes else []
-    lines = section(iso0, iso03, shear, notes) + le_subsection(a.report)
+    lines = section(iso0, iso03, notes) + le_subsection(a.report)
     if a.print:
         print("\n".join(lines))
     else:
