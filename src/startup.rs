@@ -542,7 +542,7 @@ pub fn populate(comm: &Comm, scene: &mut Scene, label: &str) -> Result<Startup, 
     first_error(comm, bad.map(|m| format!("{label}: {m}")), StartupError::BodyFile)?;
     held = held.max(local.len() as u64);
     let n = local.len();
-    exchange::migrate(comm, &domain, &mut local, n);
+    exchange::migrate(comm, &domain, &mut local, n, None);
     held = held.max(local.len() as u64);
     first_error(comm, check_placed(scene, &local).map(|m| format!("{label}: {m}")), StartupError::Placement)?;
     Ok(Startup { bodies: local, max_held: held, domain })

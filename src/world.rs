@@ -126,6 +126,17 @@ const CELL_TABLE: &str = "servo_cell";
 /// 0's): f = [offset, gradient period] when the ghost lists were built.
 const DRIFT_TABLE: &str = "image_drift";
 
+/// The neighbour lists' reference position of each of `bodies` (this
+/// rank's slab of a checkpoint) from the checkpoint's World table (its own
+/// position where the table has none). Collective.
+fn reference_positions(comm: &Comm, state: &WorldState, bodies: &Bodies) -> Vec<Vector3<f64>> {
+    let empty = FlatRecords::new(0, 4);
+    let table = crate::history::table(&state.history, WORLD_TABLE).filter(|r| (r.n_f == 3 || r.n_f == 4) && r.n_u == 0).unwrap_or(&empty);
+    let got = crate::history::route_to_owners(comm, table, &bodies.id);
+    let at: std::collections::HashMap<u64, Vector3<f64>> = (0..got.len()).map(|k| (got.keys[k], Vector3::from_column_slice(&got.f_row(k)[..3]))).collect();
+    (0..bodies.len()).map(|i| at.get(&bodies.id[i]).copied().unwrap_or(bodies.position[i])).collect()
+}
+
 /// Takes a checkpoint's stress-controlled cell (table [`CELL_TABLE`], on
 /// whichever rank's slab holds it) into `per` on every rank; a checkpoint
 /// without one leaves the cell as configured. Collective.
@@ -218,7 +229,13 @@ impl<'a> World<'a> {
             drift_from: (0.0, 0.0),
         };
         world.layout.n_owned = n;
-        world.rebuild(rebalance);
+        // A checkpoint's bodies stay as the run had them (a body that left
+        // the periodic box since the last rebuild is wrapped at the next,
+        // as in the uninterrupted run).
+        // and go to the ranks that owned them there: those of the positions
+        // where the run last rebuilt its lists.
+        let owners_at = restart.map(|state| reference_positions(comm, state, &world.bodies));
+        world.rebuild(rebalance, restart.is_none(), owners_at.as_deref());
         world
     }
 
@@ -609,15 +626,15 @@ impl<'a> World<'a> {
             self.timers.time("ghost_exchange", || exchange::forward(comm, bodies, layout, periodic, time));
             return;
         }
-        self.rebuild(true);
+        self.rebuild(true, true, None);
     }
 
     /// Migrate (after an RCB rebalance when asked and the load is uneven)
     /// and rebuild the ghosts; the positions become the new reference.
-    fn rebuild(&mut self, rebalance: bool) {
+    fn rebuild(&mut self, rebalance: bool, wrap: bool, owners_at: Option<&[Vector3<f64>]>) {
         let n = self.layout.n_owned;
         self.bodies.truncate(n);
-        if let Some(per) = &self.servo_scene.as_deref().unwrap_or(self.scene).periodic {
+        if let (Some(per), true) = (&self.servo_scene.as_deref().unwrap_or(self.scene).periodic, wrap) {
             let b = &mut self.bodies;
             for i in 0..n {
                 (b.position[i], b.velocity[i]) = per.wrap_state(&b.position[i], &b.velocity[i], self.time);
@@ -633,7 +650,7 @@ impl<'a> World<'a> {
         let (comm, domain) = (self.comm, &self.domain);
         let (bodies, history) = (&mut self.bodies, &mut self.history);
         let departed = self.timers.time("migration", || {
-            let departed = exchange::migrate(comm, domain, bodies, n);
+            let departed = exchange::migrate(comm, domain, bodies, n, owners_at);
             history.migrate(comm, &departed);
             departed.len() as u64
         });

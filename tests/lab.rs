@@ -467,15 +467,19 @@ fn under_dem_a_stress_controlled_cell_holds_its_stress_at_rest() {
     assert!((heights[0] - heights[1]).abs() <= 1e-9, "the cell's period is {} on 1 rank, {} on 2", heights[0], heights[1]);
 }
 
-/// A run stopped at a checkpoint while the cell closes, and restarted,
-/// ends where the run without the stop ends: the cell's period, rate and
-/// servo state, and how far its images moved since the ghost lists were
-/// built, are in the checkpoint.
+/// A run stopped at a checkpoint while the cell closes and shears (γ̇ =
+/// 0.5 /s: the column's ends meet across the sheared face, off their axis),
+/// and restarted, ends where the run without the stop ends: the cell's
+/// period, rate and servo state, and how far its images moved since the
+/// ghost lists were built, are in the checkpoint; the restart keeps the
+/// bodies where the run had them (unwrapped) and on the ranks that owned
+/// them, and places its images by the expression the run refreshes them with.
 #[test]
-fn a_restart_continues_the_stress_controlled_cell_bit_for_bit() {
+fn a_restart_continues_the_stress_controlled_sheared_cell_bit_for_bit() {
     let tmp = tempfile::tempdir().unwrap();
-    let (whole, _) = common::run_config(2, tmp.path(), "whole", &stress_controlled_column(0.6));
-    let (first, _) = common::run_config(2, tmp.path(), "first", &stress_controlled_column(0.3));
+    let sheared = |t_end: f64| stress_controlled_column(t_end).replace("shear_rate = 0.0", "shear_rate = 0.5");
+    let (whole, _) = common::run_config(2, tmp.path(), "whole", &sheared(0.6));
+    let (first, _) = common::run_config(2, tmp.path(), "first", &sheared(0.3));
     let checkpoint = first.join("checkpoint-000300.h5");
     assert!(checkpoint.exists(), "no checkpoint at the first run's end");
     common::mpirun_ok(2, &common::stiffgrain(), &["restart", checkpoint.to_str().unwrap(), "--set", "simulation.t_end=0.6"]);

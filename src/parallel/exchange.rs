@@ -22,23 +22,21 @@ pub struct Layout {
     pub offset: u64,
     /// Global index of every local body (owned, then ghosts).
     pub global_index: Vec<u64>,
-    /// Ghost plan: (destination rank, owned local index, position shift of
-    /// a periodic image (zero for a plain ghost), the image's gradient
-    /// periods in a Lees–Edwards cell), in send order.
-    sends: Vec<(usize, usize, Vector3<f64>, i32)>,
+    /// Ghost plan: (destination rank, owned local index, the whole periods
+    /// along each axis of a periodic image (zero for a plain ghost), the
+    /// image's gradient periods in a Lees–Edwards cell), in send order.
+    sends: Vec<(usize, usize, [i32; 3], i32)>,
     /// A Lees–Edwards cell's images: where they were made, how they move.
     shear: Option<ImageMotion>,
 }
 
-/// The images of a Lees–Edwards cell: its offset when their shifts were
-/// made (they move on with it, and with its gradient period when that
-/// follows a stress), and their velocity beyond their owners now, per
-/// gradient period.
+/// The images of a Lees–Edwards cell: their velocity beyond their owners
+/// now, per gradient period (they are placed with the cell's offset and
+/// period of the moment, [`Periodic::image_position`]).
 #[derive(Clone, Copy, Debug)]
 struct ImageMotion {
     flow: usize,
     gradient: usize,
-    offset: f64,
     /// γ̇ L along the flow axis and dL/dt along the gradient axis, m/s.
     speed: f64,
     rate: f64,
@@ -47,7 +45,7 @@ struct ImageMotion {
 impl ImageMotion {
     fn of(p: &Periodic, time: f64) -> Option<Self> {
         let s = p.shear?;
-        Some(Self { flow: s.flow, gradient: s.gradient, offset: p.shear_offset(time), speed: p.shear_speed_at(time), rate: p.gradient_speed() })
+        Some(Self { flow: s.flow, gradient: s.gradient, speed: p.shear_speed_at(time), rate: p.gradient_speed() })
     }
 
     /// An image's velocity beyond its owner, `periods` gradient periods away.
@@ -76,9 +74,10 @@ impl Layout {
 }
 
 /// Sends every owned body whose centre is now in another rank's box to that
-/// rank; drops ghosts. Owned bodies end sorted by id. Returns the bodies this
-/// rank sent away, by id with their new rank (their history follows them).
-pub fn migrate(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize) -> HashMap<u64, usize> {
+/// rank (or whose point `at`, one per owned body, is); drops ghosts. Owned
+/// bodies end sorted by id. Returns the bodies this rank sent away, by id
+/// with their new rank (their history follows them).
+pub fn migrate(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize, at: Option<&[Vector3<f64>]>) -> HashMap<u64, usize> {
     bodies.truncate(n_owned);
     let me = comm.rank() as usize;
     let mut out = FlatRecords::new(BODY_NU, BODY_NF);
@@ -86,7 +85,7 @@ pub fn migrate(comm: &Comm, domain: &Domain, bodies: &mut Bodies, n_owned: usize
     let mut leaving = vec![false; n_owned];
     let mut departed = HashMap::new();
     for (i, leave) in leaving.iter_mut().enumerate() {
-        let r = domain.owner(&bodies.position[i]);
+        let r = domain.owner(at.map_or(&bodies.position[i], |a| &a[i]));
         if r != me {
             push_body(&mut out, bodies, i);
             dest.push(r);
@@ -142,16 +141,20 @@ pub fn borders(
     for i in 0..n_owned {
         let ri = radius(i);
         let reach = ri + global_max + extra;
-        let mut shifts = vec![(Vector3::zeros(), 0)];
+        let mut images = vec![([0; 3], 0)];
         if let Some(per) = periodic {
-            shifts.extend(per.images(&bodies.position[i], reach, time).into_iter().map(|im| (im.shift, im.periods)));
+            images.extend(per.images(&bodies.position[i], reach, time).into_iter().map(|im| (per.image_wraps(&im.shift, im.periods, time), im.periods)));
         }
-        for (shift, periods) in shifts {
-            let p = bodies.position[i] + shift;
+        for (wraps, periods) in images {
+            let plain = wraps == [0; 3] && periods == 0;
+            let p = match periodic {
+                Some(per) if !plain => per.image_position(&bodies.position[i], periods, &wraps, time),
+                _ => bodies.position[i],
+            };
             for r in domain.ranks_near(&p, reach) {
-                let own_copy = r == me && shift == Vector3::zeros();
+                let own_copy = r == me && plain;
                 if !own_copy && super::domain::distance_to_box(&p, &domain.rank_box(r)) <= ri + rmax[r] + extra {
-                    sends.push((r, i, shift, periods));
+                    sends.push((r, i, wraps, periods));
                 }
             }
         }
@@ -189,22 +192,14 @@ fn send_ghosts(comm: &Comm, bodies: &Bodies, layout: &Layout, periodic: Option<&
     let mut recs = FlatRecords::new(BODY_NU, BODY_NF);
     let mut index = FlatRecords::new(0, 0);
     let dest: Vec<usize> = layout.sends.iter().map(|&(r, _, _, _)| r).collect();
-    for &(_, i, shift, periods) in &layout.sends {
+    for &(_, i, wraps, periods) in &layout.sends {
         push_body(&mut recs, bodies, i);
         let row = recs.f.len() - BODY_NF;
-        for a in 0..3 {
-            recs.f[row + a] += shift[a];
+        if let (Some(p), false) = (periodic, wraps == [0; 3] && periods == 0) {
+            recs.f[row..row + 3].copy_from_slice(p.image_position(&bodies.position[i], periods, &wraps, time).as_slice());
         }
-        // A Lees–Edwards image: moved on with the offset (and the
-        // gradient period) since the shift was made, and at the images'
-        // velocity (at f[7..10]).
-        if let (Some(m), Some(p), true) = (layout.shear, periodic, periods != 0) {
-            recs.f[row + m.flow] += periods as f64 * (p.shear_offset(time) - m.offset);
-            // A stress-controlled cell: the period now, by the expression
-            // a new list would use (a restart then sees the same bits).
-            if p.cell.is_some() {
-                recs.f[row + m.gradient] = bodies.position[i][m.gradient] + periods as f64 * p.period_at(m.gradient, time);
-            }
+        // A Lees–Edwards image moves at the images' velocity (at f[7..10]).
+        if let (Some(m), true) = (layout.shear, periods != 0) {
             let v = m.velocity(periods);
             for a in 0..3 {
                 recs.f[row + 7 + a] += v[a];

@@ -631,6 +631,52 @@ impl Periodic {
         self.since = t;
     }
 
+    /// Where an image of a body at `p` lies at time `t`: `periods` gradient
+    /// periods away (a Lees–Edwards image, moved by the offset along the
+    /// flow) and `wraps` whole periods along each axis besides. One
+    /// expression for a new image and a refreshed one, so that a restart,
+    /// whose ghost lists are younger, places its images to the same bits.
+    pub fn image_position(&self, p: &Vector3<f64>, periods: i32, wraps: &[i32; 3], t: f64) -> Vector3<f64> {
+        let mut q = *p;
+        for a in 0..3 {
+            match self.shear {
+                Some(s) if a == s.gradient => {
+                    if periods != 0 {
+                        q[a] = p[a] + periods as f64 * self.period_at(a, t);
+                    }
+                }
+                Some(s) if a == s.flow && periods != 0 => q[a] = p[a] + (periods as f64 * self.shear_offset(t) + wraps[a] as f64 * self.period_at(a, t)),
+                _ => {
+                    if wraps[a] != 0 {
+                        q[a] = p[a] + wraps[a] as f64 * self.period_at(a, t);
+                    }
+                }
+            }
+        }
+        q
+    }
+
+    /// The whole periods along each axis in an image's `shift` at time `t`,
+    /// besides a Lees–Edwards image's gradient periods and offset.
+    pub fn image_wraps(&self, shift: &Vector3<f64>, periods: i32, t: f64) -> [i32; 3] {
+        let mut k = [0; 3];
+        for (a, k) in k.iter_mut().enumerate() {
+            let mut rest = shift[a];
+            if let Some(s) = self.shear {
+                if a == s.gradient {
+                    continue;
+                }
+                if a == s.flow {
+                    rest -= periods as f64 * self.shear_offset(t);
+                }
+            }
+            if self.axes[a] {
+                *k = (rest / self.period_at(a, t)).round() as i32;
+            }
+        }
+        k
+    }
+
     /// `p` moved into [lo, hi) on the periodic axes.
     pub fn wrap(&self, p: &Vector3<f64>) -> Vector3<f64> {
         self.wrap_state(p, &Vector3::zeros(), 0.0).0
