@@ -3,7 +3,7 @@
 shear of the lab configs against the published values (Agnolin & Roux
 2007; Peyneau & Roux 2008), as the "Lab tests" section of VALIDATION.md.
 
-usage: lab_validate.py [--iso0 OUT] [--iso03 OUT] [--shear OUT]
+usage: lab_validate.py [--iso0 OUT] [--iso03 OUT] [--shear OUT [OUT ...]]
                        [--margin D] [--notes FILE] [--report VALIDATION.md] [--print]
        lab_validate.py --le OUT [OUT ...] [--report VALIDATION.md] [--print]
        lab_validate.py --check OUT
@@ -23,10 +23,11 @@ is left) and its coordination averaged over the backbone beads of the
 core. Error bars of the core values: the standard error over its eight
 octants.
 
---shear takes a finished run of configs/lab-shear-frictionless.toml
-(rigid simple shear at a controlled normal stress under cd): its steady
-state (second half of the strain, mean ± standard deviation of the frames)
-and the normal stress the cell held, as its own subsection.
+--shear takes finished runs of configs/lab-shear-frictionless.toml (rigid
+simple shear at a controlled normal stress under cd, one target stress per
+run): their steady states (second half of the strain, mean ± standard
+deviation of the frames) and the normal stress each cell held, as its own
+subsection.
 
 --le takes finished runs of configs/lab-shear-le-frictionless.toml or
 lab-shear-le-mu05.toml (rigid simple shear at constant volume under cd,
@@ -218,7 +219,9 @@ def shear_measures(out):
     g = "xyz".index(cfg["parallel"]["lees_edwards"][1])
     sigma = se["stress"].reshape(-1, 3, 3)[:, g, g][half]
     length = (se["box_hi"] - se["box_lo"])[:, g]
+    blocks = np.array_split(sigma, BLOCKS)
     r.update(target=float(cfg["parallel"]["servo_stress"]), sigma_n=(float(sigma.mean()), float(sigma.std())),
+             sigma_sem=float(np.std([b.mean() for b in blocks], ddof=1) / np.sqrt(BLOCKS)),
              period=(float(length[half].mean()), float(length[half].std())), period0=float(length[0]))
     return r
 
@@ -226,23 +229,26 @@ def shear_measures(out):
 SHEAR_TITLE = "### Simple shear of rigid frictionless beads at a controlled normal stress (Lees–Edwards, cd)"
 
 
-def shear_section(r):
-    """The --shear subsection: the run's steady state at its inertial number."""
-    pm = lambda k, f: f"{r[k][0]:{f}} ± {r[k][1]:{f}}"
+def shear_section(runs):
+    """The --shear subsection: each run's steady state at its inertial
+    number (a row per run, by target stress)."""
+    r = runs[0]
     L = [SHEAR_TITLE, "",
-         f"Run measured here: {machine()}. One run of `configs/lab-shear-frictionless.toml` ({r['bodies']:,} equal "
+         f"Runs measured here: {machine()}. Each row one run of `configs/lab-shear-frictionless.toml` ({r['bodies']:,} equal "
          "beads, a fully periodic cell sheared by Lees–Edwards boundaries at γ̇ = 1 /s whose gradient period "
          "follows the normal stress σ_zz, no gravity, restitution 0), from the pack of "
          "`configs/lab-shear-le-frictionless.toml`; steady state over the second half of the strain, mean ± "
          "standard deviation of the frames, and the standard error of τ/σ_n's mean from "
-         f"{BLOCKS} blocks of frames. {r['ranks']} ranks, {r['steps']:,} steps of Δt = {r['dt']:.0e} s. "
+         f"{BLOCKS} blocks of frames (also of σ_zz's). {r['ranks']} ranks, Δt = {r['dt']:.0e} s. "
          "Command: the guide's Lab tests, \"Stress-controlled cells\".", "",
-         "| σ_n target [Pa] | σ_zz held [Pa] | period L_z [m] (start) | strain | I | τ/σ_n (± standard error) | Φ | z | steps not converged | solver iterations | wall [s] |",
-         "|---|---|---|---|---|---|---|---|---|---|---|",
-         f"| {r['target']:g} | {pm('sigma_n', '.1f')} | {pm('period', '.6f')} ({r['period0']:.6f}) | {r['strain']:.2f} | "
+         "| σ_n target [Pa] | σ_zz held [Pa] (± standard error) | period L_z [m] (start) | strain | I | τ/σ_n (± standard error) | Φ | z | steps not converged | solver iterations | wall [s] |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(runs, key=lambda r: r["target"]):
+        pm = lambda k, f: f"{r[k][0]:{f}} ± {r[k][1]:{f}}"
+        L += [f"| {r['target']:g} | {pm('sigma_n', '.1f')} (± {r['sigma_sem']:.1f}) | {pm('period', '.6f')} ({r['period0']:.6f}) | {r['strain']:.2f} | "
          f"{pm('I', '.4f')} | {pm('mu', '.4f')} (± {r['mu_sem']:.4f}) | {pm('phi', '.4f')} | {pm('z', '.3f')} | "
-         f"{r['not_converged']} | {r['iterations']:,} | {r['wall']:.0f} |", ""]
-    return L
+         f"{r['not_converged']} | {r['iterations']:,} | {r['wall']:.0f} |"]
+    return L + [""]
 
 
 def cross_check(out):
@@ -572,7 +578,7 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iso0")
     ap.add_argument("--iso03")
-    ap.add_argument("--shear")
+    ap.add_argument("--shear", nargs="+", metavar="OUT", help="stress-controlled Lees–Edwards shear runs (one per target stress)")
     ap.add_argument("--margin", type=float, default=2.0, help="core box: the cell less this many diameters at each wall")
     ap.add_argument("--notes", help="a Markdown file inserted after the references: what was run, how, what was changed")
     ap.add_argument("--report", default=os.path.join(ROOT, "VALIDATION.md"))
@@ -599,9 +605,10 @@ def main(argv):
                 print("wrote", a.report, "subsection", le_title(mu))
         return
     if a.shear:
-        r = shear_measures(a.shear)
-        print(a.shear, json.dumps(r, default=float), file=sys.stderr)
-        lines = shear_section(r)
+        runs = [shear_measures(out) for out in a.shear]
+        for out, r in zip(a.shear, runs):
+            print(out, json.dumps(r, default=float), file=sys.stderr)
+        lines = shear_section(runs)
         if a.print:
             print("\n".join(lines))
         else:
