@@ -505,6 +505,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         let table = world.contact_table(&solver.contact_fields(world.contacts()));
         let row = series_row(&world, solver.as_ref(), 0, 0.0, clock.dt);
         frames.set_walls(world.walls());
+        frames.set_periodic(world.scene().periodic.as_ref());
         frames.write_frame_and_series(0, 0.0, clock.dt, world.bodies(), world.n_owned(), table, Some(&row))?;
     }
     log::info!("{}", Thermo::HEADER);
@@ -558,6 +559,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
             let row = series_row(&world, solver.as_ref(), step, clock.time, report.dt);
             let (b, n, time) = (world.bodies(), world.n_owned(), clock.time);
             frames.set_walls(world.walls());
+            frames.set_periodic(world.scene().periodic.as_ref());
             world.timers().time("output", || frames.write_frame_and_series(step, time, report.dt, b, n, table, Some(&row)))?;
         }
         if every(scene.output.checkpoint_every, step) || (last && scene.output.checkpoint_at_end) {

@@ -435,21 +435,6 @@ fn a_stress_controlled_cell_moves_its_images_with_its_period() {
     }
 }
 
-/// Three spheres (r = 0.1 m) stacked along z in a periodic cell of 0.5 m ×
-/// 0.5 m × 0.68 m whose z period follows σ_zz = 10 kPa (dem, no gravity):
-/// the cell closes until the column carries the stress.
-fn stress_controlled_column(t_end: f64) -> String {
-    common::Spheres::new("dem", t_end, 1e-3, [0.0; 3], 0.1)
-        .body([0.25, 0.25, 0.11])
-        .body([0.25, 0.25, 0.33])
-        .body([0.25, 0.25, 0.55])
-        .with("[parallel]\nperiodic = [true, true, true]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [0.5, 0.5, 0.68]\nlees_edwards = \"xz\"\nshear_rate = 0.0\n")
-        .with("servo_stress = 1e4\nservo_max_speed = 0.2\nservo_gain = 5.0\n")
-        .with("[contact]\ndistance = 0.01\n\n[dem]\ngbar = 0.005\nf = 0.5\neps1 = 1.0e6\nn1 = 1.5\nn2 = -2.0\ndamping = 0.5\n")
-        .output("every = 100\nthermo_every = 100")
-        .toml()
-}
-
 /// The stress-controlled cell at rest holds its target: the column's
 /// Love–Weber σ_zz is 10 kPa to 1e-6, on 1 and 2 ranks, with the same period.
 #[test]
@@ -457,7 +442,7 @@ fn under_dem_a_stress_controlled_cell_holds_its_stress_at_rest() {
     let tmp = tempfile::tempdir().unwrap();
     let mut heights = Vec::new();
     for np in [1, 2] {
-        let (out, log) = common::run_config(np, tmp.path(), "column", &stress_controlled_column(1.5));
+        let (out, log) = common::run_config(np, tmp.path(), "column", &common::stress_controlled_column(1.5, 100));
         let s = summary(&out);
         let held = stress(&s)[2][2];
         assert!((held - 1e4).abs() <= 1e-6 * 1e4, "np {np}: the cell holds {held} Pa, not 10 kPa\n{log}");
@@ -477,7 +462,7 @@ fn under_dem_a_stress_controlled_cell_holds_its_stress_at_rest() {
 #[test]
 fn a_restart_continues_the_stress_controlled_sheared_cell_bit_for_bit() {
     let tmp = tempfile::tempdir().unwrap();
-    let sheared = |t_end: f64| stress_controlled_column(t_end).replace("shear_rate = 0.0", "shear_rate = 0.5");
+    let sheared = |t_end: f64| common::stress_controlled_column(t_end, 100).replace("shear_rate = 0.0", "shear_rate = 0.5");
     let (whole, _) = common::run_config(2, tmp.path(), "whole", &sheared(0.6));
     let (first, _) = common::run_config(2, tmp.path(), "first", &sheared(0.3));
     let checkpoint = first.join("checkpoint-000300.h5");

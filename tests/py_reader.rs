@@ -224,15 +224,7 @@ fn lab_validate_check_agrees_with_the_runs_measurements() {
 fn lab_validate_shear_reports_the_stress_the_cell_held() {
     let Some(py) = venv_python("h5py, numpy") else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let text = common::Spheres::new("dem", 1.5, 1e-3, [0.0; 3], 0.1)
-        .body([0.25, 0.25, 0.11])
-        .body([0.25, 0.25, 0.33])
-        .body([0.25, 0.25, 0.55])
-        .with("[parallel]\nperiodic = [true, true, true]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [0.5, 0.5, 0.68]\nlees_edwards = \"xz\"\nshear_rate = 0.0\n")
-        .with("servo_stress = 1e4\nservo_max_speed = 0.2\nservo_gain = 5.0\n")
-        .with("[contact]\ndistance = 0.01\n\n[dem]\ngbar = 0.005\nf = 0.5\neps1 = 1.0e6\nn1 = 1.5\nn2 = -2.0\ndamping = 0.5\n")
-        .output("every = 50\nthermo_every = 100")
-        .toml();
+    let text = common::stress_controlled_column(1.5, 50);
     let (out, _) = common::run_config(2, tmp.path(), "column", &text);
     let table = python_ok(&py, &[root().join("scripts/py/lab_validate.py").to_str().unwrap(), "--shear", out.to_str().unwrap(), "--print"]);
     let row: Vec<&str> = table.lines().filter(|l| l.starts_with('|')).last().unwrap().split('|').map(str::trim).collect();

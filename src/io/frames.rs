@@ -301,6 +301,12 @@ impl FrameWriter {
         self.walls.clone_from_slice(walls);
     }
 
+    /// The periodic cell as it is now (a stress-controlled cell's period
+    /// changes): the frame's box and the contacts drawn across its faces.
+    pub fn set_periodic(&mut self, periodic: Option<&crate::scene::Periodic>) {
+        self.periodic = periodic.cloned();
+    }
+
     /// Collective: [`FrameWriter::write_frame`], and `row` appended to
     /// `/series` in the same write (a row per frame; only rank 0's is
     /// written, the others' may be empty).

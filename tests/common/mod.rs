@@ -270,3 +270,19 @@ pub fn read_csv(path: &Path) -> (Vec<String>, Vec<std::collections::BTreeMap<Str
         .collect();
     (header, rows)
 }
+
+/// Three spheres (r = 0.1 m) stacked along z in a periodic cell of 0.5 m ×
+/// 0.5 m × 0.68 m whose z period follows σ_zz = 10 kPa (dem, no gravity):
+/// the cell closes until the column carries the stress (frames every
+/// `every` steps).
+pub fn stress_controlled_column(t_end: f64, every: u64) -> String {
+    Spheres::new("dem", t_end, 1e-3, [0.0; 3], 0.1)
+        .body([0.25, 0.25, 0.11])
+        .body([0.25, 0.25, 0.33])
+        .body([0.25, 0.25, 0.55])
+        .with("[parallel]\nperiodic = [true, true, true]\nbox_min = [0.0, 0.0, 0.0]\nbox_max = [0.5, 0.5, 0.68]\nlees_edwards = \"xz\"\nshear_rate = 0.0\n")
+        .with("servo_stress = 1e4\nservo_max_speed = 0.2\nservo_gain = 5.0\n")
+        .with("[contact]\ndistance = 0.01\n\n[dem]\ngbar = 0.005\nf = 0.5\neps1 = 1.0e6\nn1 = 1.5\nn2 = -2.0\ndamping = 0.5\n")
+        .output(&format!("every = {every}\nthermo_every = 100"))
+        .toml()
+}
