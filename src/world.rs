@@ -229,11 +229,10 @@ impl<'a> World<'a> {
             drift_from: (0.0, 0.0),
         };
         world.layout.n_owned = n;
-        // A checkpoint's bodies stay as the run had them (a body that left
-        // the periodic box since the last rebuild is wrapped at the next,
-        // as in the uninterrupted run).
-        // and go to the ranks that owned them there: those of the positions
-        // where the run last rebuilt its lists.
+        // A checkpoint's bodies stay as the run had them: unwrapped (a body
+        // that left the periodic box since the last rebuild is wrapped at
+        // the next, as in the uninterrupted run), and on the ranks that
+        // owned them at the positions where the run last rebuilt its lists.
         let owners_at = restart.map(|state| reference_positions(comm, state, &world.bodies));
         world.rebuild(rebalance, restart.is_none(), owners_at.as_deref());
         world
@@ -513,7 +512,7 @@ impl<'a> World<'a> {
         self.sync_servo_scene();
     }
 
-    /// Moves a stress-controlled periodic cell (`[parallel] normal_stress`)
+    /// Moves a stress-controlled periodic cell (`[parallel] servo_stress`)
     /// on to time `t`, its gradient period at the rate it had over the
     /// step, and sets that rate from the cell's normal stress on the
     /// gradient axis after the step (Love–Weber over the cell, from the
@@ -542,11 +541,13 @@ impl<'a> World<'a> {
         let shortest = 2.0 * (2.0 * rmax + self.params.skin + self.params.contact_distance);
         let dt = self.scene.simulation.dt;
         let per = self.servo_scene.as_mut().and_then(|s| s.periodic.as_mut()).expect("a stress-controlled cell has its scene copy");
+        // The step just taken (the DEM's may be shorter than dt).
+        let step = t - per.since;
         per.advance(t);
         // Rigid grains in flow give a stress that changes from step to step:
         // the servo may follow its average instead.
         let now = sum / (area * per.period(g));
-        per.measured = if per.average > 0.0 && per.measured.is_finite() { per.measured + (dt / per.average).min(1.0) * (now - per.measured) } else { now };
+        per.measured = if per.average > 0.0 && per.measured.is_finite() { per.measured + (step / per.average).min(1.0) * (now - per.measured) } else { now };
         let measured = per.measured;
         let point = per.hi;
         let period = per.period(g);

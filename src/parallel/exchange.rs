@@ -26,7 +26,7 @@ pub struct Layout {
     /// along each axis of a periodic image (zero for a plain ghost), the
     /// image's gradient periods in a Lees–Edwards cell), in send order.
     sends: Vec<(usize, usize, [i32; 3], i32)>,
-    /// A Lees–Edwards cell's images: where they were made, how they move.
+    /// A Lees–Edwards cell's images: how they move.
     shear: Option<ImageMotion>,
 }
 

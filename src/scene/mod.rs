@@ -538,7 +538,7 @@ pub struct Periodic {
     /// Lees–Edwards simple shear, if any.
     pub shear: Option<LeesEdwards>,
     /// A Lees–Edwards cell whose gradient period follows a normal stress
-    /// (`[parallel] normal_stress`): the servo of the stress-controlled
+    /// (`[parallel] servo_stress`): the servo of the stress-controlled
     /// walls on the cell's height, `hi[gradient]` its face.
     pub cell: Option<Servo>,
     /// The time `hi` and the Lees–Edwards offset are given at (the last
