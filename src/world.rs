@@ -141,16 +141,24 @@ fn reference_positions(comm: &Comm, state: &WorldState, bodies: &Bodies) -> Vec<
 /// whichever rank's slab holds it) into `per` on every rank; a checkpoint
 /// without one leaves the cell as configured. Collective.
 fn restore_cell(comm: &Comm, state: &WorldState, per: &mut crate::scene::Periodic) {
-    let mut row = [0.0; 8];
-    if let Some(t) = crate::history::table(&state.history, CELL_TABLE).filter(|r| r.n_f == 7 && r.len() == 1) {
+    let (Some(row), Some(s)) = (single_row(comm, state, CELL_TABLE, 7), per.shear) else { return };
+    let Some(c) = per.cell.as_mut() else { return };
+    (c.speed, c.scale, c.error) = (row[3], row[4], row[5]);
+    (per.hi[s.gradient], per.offset, per.since, per.measured) = (row[0], row[1], row[2], row[6]);
+}
+
+/// The one row (`n_f` values) of a checkpoint's table `name` that a single
+/// rank's slab holds, on every rank; None if the checkpoint has no such
+/// row. Collective.
+fn single_row(comm: &Comm, state: &WorldState, name: &str, n_f: usize) -> Option<Vec<f64>> {
+    let mut row = vec![0.0; n_f + 1];
+    if let Some(t) = crate::history::table(&state.history, name).filter(|r| r.n_f == n_f && r.len() == 1) {
         row[0] = 1.0;
         row[1..].copy_from_slice(t.f_row(0));
     }
     // One rank holds the row: a sum with zeros is exact.
     parallel::sum_f64s(comm, &mut row);
-    let (Some(s), Some(c), true) = (per.shear, per.cell.as_mut(), row[0] == 1.0) else { return };
-    (c.speed, c.scale, c.error) = (row[4], row[5], row[6]);
-    (per.hi[s.gradient], per.offset, per.since, per.measured) = (row[1], row[2], row[3], row[7]);
+    (row[0] == 1.0).then(|| row[1..].to_vec())
 }
 
 /// The two sides of a contact as detection saw them: fixed (a fixed body
@@ -396,14 +404,8 @@ impl<'a> World<'a> {
             }
         }
         self.sync_servo_scene();
-        let mut row = [0.0; 3];
-        if let Some(t) = crate::history::table(&state.history, DRIFT_TABLE).filter(|r| r.n_f == 2 && r.len() == 1) {
-            row = [1.0, t.f_row(0)[0], t.f_row(0)[1]];
-        }
-        // One rank holds the row: a sum with zeros is exact.
-        parallel::sum_f64s(self.comm, &mut row);
-        if row[0] == 1.0 {
-            self.drift_from = (row[1], row[2]);
+        if let Some(row) = single_row(self.comm, state, DRIFT_TABLE, 2) {
+            self.drift_from = (row[0], row[1]);
         }
     }
 
@@ -617,9 +619,7 @@ impl<'a> World<'a> {
         // gradient faces: as far as the offset (and the period) moved since
         // the lists were built.
         let periodic = self.servo_scene.as_deref().unwrap_or(self.scene).periodic.as_ref();
-        let sheared = periodic.and_then(|p| Some((p.shear?, p))).map_or(0.0, |(s, p)| {
-            (p.shear_offset(self.time) - self.drift_from.0).abs() + (p.period_at(s.gradient, self.time) - self.drift_from.1).abs()
-        });
+        let sheared = periodic.and_then(|p| p.image_frame(self.time)).map_or(0.0, |(offset, period)| (offset - self.drift_from.0).abs() + (period - self.drift_from.1).abs());
         let stale = force || self.reference.len() != n || moved + sheared > 0.5 * self.params.skin;
         if parallel::all_ok(self.comm, !stale) {
             let time = self.time;
@@ -642,8 +642,8 @@ impl<'a> World<'a> {
             }
         }
         let time = self.time;
-        if let Some((s, p)) = self.servo_scene.as_deref().unwrap_or(self.scene).periodic.as_ref().and_then(|p| Some((p.shear?, p))) {
-            self.drift_from = (p.shear_offset(time), p.period_at(s.gradient, time));
+        if let Some(frame) = self.servo_scene.as_deref().unwrap_or(self.scene).periodic.as_ref().and_then(|p| p.image_frame(time)) {
+            self.drift_from = frame;
         }
         if rebalance {
             self.rebalance();

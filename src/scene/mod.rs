@@ -622,6 +622,13 @@ impl Periodic {
         self.offset + s.rate * (self.period(s.gradient) + 0.5 * self.gradient_speed() * tau) * tau
     }
 
+    /// Where a Lees–Edwards cell's images stand at time `t`: its offset and
+    /// gradient period (None without shear).
+    pub fn image_frame(&self, t: f64) -> Option<(f64, f64)> {
+        let s = self.shear?;
+        Some((self.shear_offset(t), self.period_at(s.gradient, t)))
+    }
+
     /// Takes the cell at time `t` as its new reference (`hi`, the offset),
     /// before its gradient rate changes. The same on every rank.
     pub fn advance(&mut self, t: f64) {
