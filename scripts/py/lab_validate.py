@@ -74,7 +74,10 @@ PEYNEAU = ("P.-E. Peyneau and J.-N. Roux, Frictionless bead packs have macroscop
 
 
 def summary(out):
-    with open(os.path.join(out, "summary.json")) as fh:
+    path = os.path.join(out, "summary.json")
+    if not os.path.isfile(path):
+        fail(f"{path}: not found (the run did not finish, or {out} is not a run's output directory)")
+    with open(path) as fh:
         return json.load(fh)
 
 
@@ -212,8 +215,12 @@ def shear_measures(out):
     """The stress-controlled Lees–Edwards shear's steady state (second half
     of its strain): as a constant-volume run's (le_measures), and the normal
     stress the cell held against its target."""
-    r = le_measures(out)
     cfg = run_config(out)
+    par = cfg.get("parallel", {})
+    if "lees_edwards" not in par or "servo_stress" not in par:
+        fail(f"{out}: parallel.servo_stress: not set in the run's configuration (--shear takes stress-controlled "
+             "Lees–Edwards runs; a constant-volume cell goes to --le)")
+    r = le_measures(out)
     se = series(out)
     half = se["time"] >= 0.5 * se["time"][-1]
     g = "xyz".index(cfg["parallel"]["lees_edwards"][1])
@@ -307,7 +314,10 @@ def le_title(mu):
 def run_config(out):
     """The run's effective configuration (frames.h5 /meta, attribute config)."""
     import tomllib
-    with h5py.File(os.path.join(out, "frames.h5"), "r") as f:
+    path = os.path.join(out, "frames.h5")
+    if not os.path.isfile(path):
+        fail(f"{path}: not found (no frames written: is {out} a run's output directory?)")
+    with h5py.File(path, "r") as f:
         return tomllib.loads(f["meta"].attrs["config"])
 
 
