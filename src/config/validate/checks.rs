@@ -110,18 +110,16 @@ pub(super) fn periodic(
             }
         }
     };
+    let key = |k: &str| format!("parallel.{k}");
     periodic.cell = match cfg.servo_stress {
         None => {
-            for (k, set) in [
+            let set = [
                 ("servo_gain", cfg.servo_gain.is_some()),
                 ("servo_max_speed", cfg.servo_max_speed.is_some()),
                 ("servo_ramp", cfg.servo_ramp.is_some()),
                 ("servo_average", cfg.servo_average.is_some()),
-            ] {
-                if set {
-                    return Err(c.err(format!("parallel.{k}"), "needs parallel.servo_stress"));
-                }
-            }
+            ];
+            super::servo_unset(c, &key, &set, "needs parallel.servo_stress")?;
             None
         }
         Some(sigma) => {
@@ -129,15 +127,12 @@ pub(super) fn periodic(
                 return Err(c.err("parallel.servo_stress", "needs a Lees–Edwards cell (lees_edwards, shear_rate): the stress is held on its gradient axis"));
             };
             let target = crate::scene::ServoTarget::Stress(c.positive("parallel.servo_stress", sigma)?);
-            let Some(v) = cfg.servo_max_speed else {
-                return Err(c.err("parallel.servo_max_speed", "is required with parallel.servo_stress (the largest rate of the cell's gradient period, m/s)"));
-            };
-            let gain = c.positive("parallel.servo_gain", cfg.servo_gain.unwrap_or(1.0))?;
-            let ramp = c.non_negative("parallel.servo_ramp", cfg.servo_ramp.unwrap_or(0.0))?;
-            periodic.average = c.non_negative("parallel.servo_average", cfg.servo_average.unwrap_or(0.0))?;
+            let law = super::ServoLaw { gain: cfg.servo_gain, max_speed: cfg.servo_max_speed, ramp: cfg.servo_ramp };
             let mut face = nalgebra::Vector3::zeros();
             face[s.gradient] = hi[s.gradient];
-            Some(crate::scene::Servo::new(target, gain, c.positive("parallel.servo_max_speed", v)?, ramp, face))
+            let servo = super::servo_law(c, &key, target, law, "is required with parallel.servo_stress (the largest rate of the cell's gradient period, m/s)", face)?;
+            periodic.average = c.non_negative("parallel.servo_average", cfg.servo_average.unwrap_or(0.0))?;
+            Some(servo)
         }
     };
     Ok(Some(periodic))

@@ -290,20 +290,38 @@ fn servo(c: &Ctx, i: usize, w: &WallCfg, n: &Vector3<f64>, point: Vector3<f64>) 
         }
         (None, Some(f)) => ServoTarget::Force(c.positive(&key("servo_force"), f)?),
         (None, None) => {
-            for (k, set) in [("servo_gain", w.servo_gain.is_some()), ("servo_max_speed", w.servo_max_speed.is_some()), ("servo_ramp", w.servo_ramp.is_some())] {
-                if set {
-                    return Err(c.err(key(k), "needs servo_stress or servo_force"));
-                }
-            }
+            let set = [("servo_gain", w.servo_gain.is_some()), ("servo_max_speed", w.servo_max_speed.is_some()), ("servo_ramp", w.servo_ramp.is_some())];
+            servo_unset(c, &key, &set, "needs servo_stress or servo_force")?;
             return Ok(None);
         }
     };
-    let Some(v) = w.servo_max_speed else {
-        return Err(c.err(key("servo_max_speed"), "is required with a servo target (the wall's largest speed, m/s)"));
+    let law = ServoLaw { gain: w.servo_gain, max_speed: w.servo_max_speed, ramp: w.servo_ramp };
+    servo_law(c, &key, target, law, "is required with a servo target (the wall's largest speed, m/s)", point).map(Some)
+}
+
+/// A servo's optional keys: gain (default 1), largest speed (required) and ramp (default 0).
+struct ServoLaw {
+    gain: Option<f64>,
+    max_speed: Option<f64>,
+    ramp: Option<f64>,
+}
+
+/// The servo law towards `target` (walls and the stress-controlled cell share it); `key` names a key in the file.
+fn servo_law(c: &Ctx, key: &dyn Fn(&str) -> String, target: ServoTarget, law: ServoLaw, speed_required: &str, point: Vector3<f64>) -> Result<Servo, ConfigError> {
+    let Some(v) = law.max_speed else {
+        return Err(c.err(key("servo_max_speed"), speed_required));
     };
-    let gain = c.positive(&key("servo_gain"), w.servo_gain.unwrap_or(1.0))?;
-    let ramp = c.non_negative(&key("servo_ramp"), w.servo_ramp.unwrap_or(0.0))?;
-    Ok(Some(Servo::new(target, gain, c.positive(&key("servo_max_speed"), v)?, ramp, point)))
+    let gain = c.positive(&key("servo_gain"), law.gain.unwrap_or(1.0))?;
+    let ramp = c.non_negative(&key("servo_ramp"), law.ramp.unwrap_or(0.0))?;
+    Ok(Servo::new(target, gain, c.positive(&key("servo_max_speed"), v)?, ramp, point))
+}
+
+/// Servo keys given without a target: the first one set is an error.
+fn servo_unset(c: &Ctx, key: &dyn Fn(&str) -> String, set: &[(&str, bool)], needs: &str) -> Result<(), ConfigError> {
+    match set.iter().find(|(_, s)| *s) {
+        Some((k, _)) => Err(c.err(key(k), needs)),
+        None => Ok(()),
+    }
 }
 
 /// `[measure]`.
