@@ -81,9 +81,9 @@ fn main() {
 
     let mut b = bindgen::Builder::default()
         .header("src/petsc/wrapper.h")
-        .allowlist_function("(Petsc|Vec|Mat|KSP|PC|SNES|SNESLineSearch|ISLocalToGlobalMapping)[A-Za-z0-9_]*")
+        .allowlist_function("(Petsc|Vec|Mat|KSP|PC|SNES|SNESLineSearch|Tao|ISLocalToGlobalMapping)[A-Za-z0-9_]*")
         .allowlist_var("PETSC_[A-Z_]+")
-        .allowlist_type("(Petsc|Vec|Mat|KSP|PC|SNES|InsertMode|NormType|ScatterMode)[A-Za-z0-9_]*")
+        .allowlist_type("(Petsc|Vec|Mat|KSP|PC|SNES|Tao|InsertMode|NormType|ScatterMode)[A-Za-z0-9_]*")
         // MPI types come from mpi-sys so rsmpi communicators pass straight in.
         .blocklist_type("MPI_.*|ompi_.*|_?MPI.*")
         .raw_line("#[allow(unused_imports)] use mpi::ffi::*;")

@@ -14,6 +14,7 @@ pub mod log;
 pub mod mat;
 pub mod options;
 pub mod snes;
+pub mod tao;
 pub mod vec;
 
 pub use error::{PetscError, Result};

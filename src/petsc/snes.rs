@@ -60,7 +60,7 @@ impl std::fmt::Debug for Snes<'_> {
 }
 
 /// Runs a callback body, converting errors and panics to a PETSc error code.
-fn guarded(what: &str, body: impl FnOnce() -> std::result::Result<(), String>) -> ffi::PetscErrorCode {
+pub(super) fn guarded(what: &str, body: impl FnOnce() -> std::result::Result<(), String>) -> ffi::PetscErrorCode {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => 0,
         Ok(Err(msg)) => {

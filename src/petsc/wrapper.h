@@ -1,4 +1,5 @@
 #include <petscsnes.h>
+#include <petsctao.h>
 #include <petscksp.h>
 #include <petscvec.h>
 #include <petscmat.h>
