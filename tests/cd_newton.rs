@@ -2,7 +2,8 @@
 //! the LCP with N assembled. A sphere on the floor and columns of spheres
 //! carry their weight exactly; the same forces as APGD on a determinate
 //! lattice and on 1, 2 and 3 ranks; the same velocities as APGD on a dense
-//! pack whose forces are not unique; friction refused in one line.
+//! pack whose forces are not unique, also by PETSc TAO (`-cd_tao_type`);
+//! friction refused in one line.
 mod common;
 use common::frames::{frames, Frame};
 use std::path::{Path, PathBuf};
@@ -136,7 +137,29 @@ fn on_a_dense_pack_newton_gives_apgd_velocities_and_wall_forces() {
     };
     let (a_out, n_out) = (run("apgd"), run("newton"));
     newton_alone(&n_out);
-    let (a, n) = (frames(&a_out), frames(&n_out));
+    same_motion_and_wall_forces(&a_out, &n_out, "newton");
+}
+
+/// The same pack by PETSc TAO's bounded Newton line search (`bnls`, through
+/// `-cd_tao_type` under `method = "newton"`): APGD's velocities and wall
+/// forces, solved by TAO alone.
+#[test]
+fn on_a_dense_pack_tao_gives_apgd_velocities_and_wall_forces() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = |method: &str| common::rising_floor_box().toml().replace("[solver]\n", &format!("[solver]\nmethod = \"{method}\"\n"));
+    let a_out = run_text(2, dir.path(), "apgd", &text("apgd"));
+    let t_out = dir.path().join("out-tao");
+    let cfg = dir.path().join("tao.toml");
+    std::fs::write(&cfg, text("newton").replace("OUTDIR", &t_out.display().to_string())).unwrap();
+    common::mpirun_ok(2, &common::stiffgrain(), &["run", cfg.to_str().unwrap(), "--", "-cd_tao_type", "bnls"]);
+    newton_alone(&t_out);
+    same_motion_and_wall_forces(&a_out, &t_out, "tao bnls");
+}
+
+/// Velocities within 1e-9 m/s and wall reactions within 1e-6 of the largest
+/// between the runs in `a_out` (APGD) and `n_out`.
+fn same_motion_and_wall_forces(a_out: &Path, n_out: &Path, name: &str) {
+    let (a, n) = (frames(a_out), frames(n_out));
     assert_eq!(a.len(), n.len());
     let (mut dv, mut vmax) = (0.0f64, 0.0f64);
     for (x, y) in a.iter().zip(&n) {
@@ -146,11 +169,11 @@ fn on_a_dense_pack_newton_gives_apgd_velocities_and_wall_forces() {
         }
     }
     // The wall reactions (summary.json): the sum of each wall's contact forces.
-    let (ra, rn) = (common::reactions(&a_out), common::reactions(&n_out));
+    let (ra, rn) = (common::reactions(a_out), common::reactions(n_out));
     assert_eq!(ra.len(), rn.len());
     let fmax = ra.iter().map(|r| norm(&r.1)).fold(0.0, f64::max);
     let df = ra.iter().zip(&rn).map(|(x, y)| norm(&[x.1[0] - y.1[0], x.1[1] - y.1[1], x.1[2] - y.1[2]])).fold(0.0, f64::max);
-    eprintln!("dense pack: velocities within {dv:.2e} m/s (largest {vmax:.2e}), wall reactions within {df:.2e} N (largest {fmax:.2e})");
+    eprintln!("dense pack, {name} against apgd: velocities within {dv:.2e} m/s (largest {vmax:.2e}), wall reactions within {df:.2e} N (largest {fmax:.2e})");
     assert!(vmax > 0.01, "the pack rides up with the floor");
     assert!(dv <= 1e-9, "velocities differ by {dv} m/s");
     assert!(fmax > 0.0 && df <= 1e-6 * fmax, "wall reactions differ by {df} N (largest {fmax} N)");

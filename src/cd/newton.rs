@@ -128,6 +128,40 @@ pub fn newton(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector,
     let (lower, mut upper, r) = (op.contact_vec()?, op.contact_vec()?, op.contact_vec()?);
     upper.set(INFINITY)?;
     let act = &c.act;
+    if let Some(kind) = crate::petsc::options::get(&format!("-{PREFIX}tao_type"))? {
+        // TAO's bound-constrained minimisation of ½ xᵀ A x + phᵀ x, x ≥ 0.
+        let mut ax = op.contact_vec()?;
+        let mut tao = crate::petsc::tao::Tao::new(comm, &kind)?;
+        tao.set_options_prefix(PREFIX)?;
+        tao.set_objective_and_gradient(|x: &Vector, g: &mut Vector| -> Result<f64> {
+            a.mult(x, g)?;
+            let quad = 0.5 * x.dot(g)?;
+            g.axpy(1.0, &ph)?;
+            Ok(quad + x.dot(&ph)?)
+        })?;
+        tao.set_constant_hessian(&a)?;
+        tao.set_variable_bounds(&lower, &upper)?;
+        tao.set_tolerances(0.0, 0.0, 0.0, max_it.min(10 * MAX_NEWTON) as PetscInt)?;
+        tao.set_extra_convergence(|x: &Vector| -> Result<bool> {
+            a.mult(x, &mut ax)?;
+            ax.axpy(1.0, &ph)?;
+            let r = {
+                let (xv, fv) = (x.view()?, ax.view()?);
+                xv.iter().zip(fv.iter()).zip(act).map(|((x, f), a)| (s * x).min(*f).abs() * a).fold(0.0, f64::max)
+            };
+            Ok(crate::parallel::max_f64(comm, r) <= thr || crate::parallel::signals::agreed(comm))
+        })?;
+        tao.set_from_options()?;
+        let res = tao.solve(&mut x);
+        let iterations = tao.iteration_number().unwrap_or(0).max(0) as u64;
+        let linear = tao.linear_iterations().unwrap_or(0).max(0) as u64;
+        let reason = tao.converged_reason().unwrap_or(0);
+        drop(tao);
+        res?;
+        let residual = unscaled(comm, op, &c, &a, s, &x, p, f)?;
+        log::debug!("cd tao: {kind} stopped ({reason}) after {iterations} iterations, {linear} Krylov, residual {residual:e} (threshold {thr:e})");
+        return Ok(QpResult { iterations, linear, residual, threshold: thr, converged: residual <= thr });
+    }
     // ICC(0) in each rank's block: a third of Jacobi's CG iterations on the
     // settled 2,500-sphere pack, and faster overall (BENCHMARKS.md).
     crate::petsc::options::set_default(&format!("-{PREFIX}sub_pc_type"), Some("icc"))?;
