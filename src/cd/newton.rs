@@ -128,6 +128,17 @@ pub fn newton(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector,
     let (lower, mut upper, r) = (op.contact_vec()?, op.contact_vec()?, op.contact_vec()?);
     upper.set(INFINITY)?;
     let act = &c.act;
+    // out = A x + p̂ (F of the VI, the QP's gradient) and the natural-map
+    // residual there, in force units, over every rank.
+    let natural = |x: &Vector, out: &mut Vector| -> Result<f64> {
+        a.mult(x, out)?;
+        out.axpy(1.0, &ph)?;
+        let r = {
+            let (xv, fv) = (x.view()?, out.view()?);
+            xv.iter().zip(fv.iter()).zip(act).map(|((x, f), a)| (s * x).min(*f).abs() * a).fold(0.0, f64::max)
+        };
+        Ok(crate::parallel::max_f64(comm, r))
+    };
     if let Some(kind) = crate::petsc::options::get(&format!("-{PREFIX}tao_type"))? {
         // TAO's bound-constrained minimisation of ½ xᵀ A x + phᵀ x, x ≥ 0.
         let mut ax = op.contact_vec()?;
@@ -142,15 +153,7 @@ pub fn newton(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector,
         tao.set_constant_hessian(&a)?;
         tao.set_variable_bounds(&lower, &upper)?;
         tao.set_tolerances(0.0, 0.0, 0.0, max_it.min(10 * MAX_NEWTON) as PetscInt)?;
-        tao.set_extra_convergence(|x: &Vector| -> Result<bool> {
-            a.mult(x, &mut ax)?;
-            ax.axpy(1.0, &ph)?;
-            let r = {
-                let (xv, fv) = (x.view()?, ax.view()?);
-                xv.iter().zip(fv.iter()).zip(act).map(|((x, f), a)| (s * x).min(*f).abs() * a).fold(0.0, f64::max)
-            };
-            Ok(crate::parallel::max_f64(comm, r) <= thr || crate::parallel::signals::agreed(comm))
-        })?;
+        tao.set_extra_convergence(|x: &Vector| -> Result<bool> { Ok(natural(x, &mut ax)? <= thr || crate::parallel::signals::agreed(comm)) })?;
         tao.set_from_options()?;
         let res = tao.solve(&mut x);
         let iterations = tao.iteration_number().unwrap_or(0).max(0) as u64;
@@ -170,13 +173,7 @@ pub fn newton(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector,
     let kind = crate::petsc::options::get(&format!("-{PREFIX}snes_type"))?.unwrap_or_else(|| "vinewtonrsls".into());
     snes.set_type("vinewtonrsls")?;
     snes.set_function(Some(&r), |x: &Vector, out: &mut Vector| -> Result<()> {
-        a.mult(x, out)?;
-        out.axpy(1.0, &ph)?;
-        let r = {
-            let (xv, fv) = (x.view()?, out.view()?);
-            xv.iter().zip(fv.iter()).zip(act).map(|((x, f), a)| (s * x).min(*f).abs() * a).fold(0.0, f64::max)
-        };
-        last_r.set(crate::parallel::max_f64(comm, r));
+        last_r.set(natural(x, out)?);
         Ok(())
     })?;
     // N is constant: the matrix PETSc holds is the Jacobian throughout.
