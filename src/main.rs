@@ -194,6 +194,9 @@ fn with_petsc(
         }
     };
     let result = f();
+    if result.is_ok() && world.rank() == 0 {
+        warn_unused_options(args);
+    }
     drop(p);
     match result {
         Ok(_) => 0,
@@ -204,6 +207,24 @@ fn with_petsc(
             }
             e.exit_code()
         }
+    }
+}
+
+/// Options PETSc reads only when it finalises.
+const READ_AT_FINALIZE: [&str; 5] = ["options_left", "malloc_dump", "malloc_view", "memory_view", "objects_dump"];
+
+/// Names once the PETSc options given after `--` that no solver of the run
+/// read: misspelt, or meant for a solver (or prefix) the run never called.
+fn warn_unused_options(args: &[String]) {
+    let Ok(left) = petsc::options::unused() else { return };
+    let given = args.iter().filter_map(|a| a.strip_prefix('-')).map(|a| a.trim_start_matches('-')).filter(|a| a.starts_with(|c: char| c.is_ascii_alphabetic()));
+    let mut missed: Vec<String> = given
+        .filter(|a| !a.starts_with("log_") && !READ_AT_FINALIZE.contains(a) && left.iter().any(|l| l.eq_ignore_ascii_case(a)))
+        .map(|a| format!("-{a}"))
+        .collect();
+    missed.dedup();
+    if !missed.is_empty() {
+        log::warn!("PETSc options not used by this run: {} (misspelt, or for a solver or prefix the run did not call)", missed.join(" "));
     }
 }
 

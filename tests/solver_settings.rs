@@ -50,6 +50,16 @@ fn run(dir: &Path, np: usize, text: &str) -> (Option<i32>, String) {
     (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
+/// As [`run`], with PETSc options after `--`.
+fn run_with(dir: &Path, np: usize, text: &str, petsc: &[&str]) -> (Option<i32>, String) {
+    let out = dir.join("out");
+    let cfg = dir.join("scene.toml");
+    std::fs::write(&cfg, text.replace("OUTDIR", &out.display().to_string())).unwrap();
+    let args = [&["run", cfg.to_str().unwrap(), "--overwrite", "--"][..], petsc].concat();
+    let o = common::mpirun(np, &common::stiffgrain(), &args);
+    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
 /// The stderr lines that contain `text`.
 fn lines_with<'a>(stderr: &'a str, text: &str) -> Vec<&'a str> {
     stderr.lines().filter(|l| l.contains(text)).collect()
@@ -118,4 +128,21 @@ fn a_bad_value_is_the_only_line_even_beside_an_ignored_table() {
     assert_eq!(lines_with(&stderr, "scene.toml").len(), 1, "{stderr}");
     assert_eq!(lines_with(&stderr, "scene.toml: shape[0].radius: must be a positive number").len(), 1, "{stderr}");
     assert!(lines_with(&stderr, "ignored").is_empty(), "{stderr}");
+}
+
+/// PETSc options after `--` that no solver of the run read (a typo, or
+/// another solver's) are named once, on two ranks; the run goes on. The
+/// same options where a solver reads them raise nothing.
+#[test]
+fn petsc_options_no_solver_read_are_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let unused = "PETSc options not used by this run";
+    let (code, stderr) = run_with(dir.path(), 2, &scene("cd", ""), &["-cd_tao_typ", "bnls", "-ksp_rtol", "1e-3"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let hits = lines_with(&stderr, unused);
+    assert_eq!(hits.len(), 1, "one line on two ranks: {stderr}");
+    assert!(hits[0].contains("-cd_tao_typ ") && hits[0].contains("-ksp_rtol"), "the line names both options: {}", hits[0]);
+    let (code, stderr) = run_with(dir.path(), 2, &scene("dem", ""), &["-ksp_rtol", "1e-8", "-snes_max_it", "40"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(lines_with(&stderr, unused).is_empty(), "the DEM reads both: {stderr}");
 }

@@ -59,3 +59,25 @@ pub fn get(name: &str) -> Result<Option<String>> {
     let s = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
     Ok(Some(s.to_string_lossy().into_owned()))
 }
+
+/// Names (without the leading dash) of the options in the database that
+/// nothing has read so far (`PetscOptionsLeftGet`).
+pub fn unused() -> Result<Vec<String>> {
+    super::init::require_alive("options::unused")?;
+    let mut n: ffi::PetscInt = 0;
+    let mut names: *mut *mut std::os::raw::c_char = std::ptr::null_mut();
+    let mut values: *mut *mut std::os::raw::c_char = std::ptr::null_mut();
+    // SAFETY: NULL options = the global database; PETSc allocates the two
+    // arrays (of `n` borrowed strings), released by PetscOptionsLeftRestore.
+    unsafe {
+        check(ffi::PetscOptionsLeftGet(std::ptr::null_mut(), &mut n, &mut names, &mut values))?;
+        let out = (0..n.max(0) as usize)
+            .filter_map(|i| {
+                let p = *names.add(i);
+                (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().trim_start_matches('-').to_string())
+            })
+            .collect();
+        check(ffi::PetscOptionsLeftRestore(std::ptr::null_mut(), &mut n, &mut names, &mut values))?;
+        Ok(out)
+    }
+}
