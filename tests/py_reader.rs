@@ -213,11 +213,14 @@ fn lab_validate_check_agrees_with_the_runs_measurements() {
     assert!(phi > 0.1 && (phi - phi_run).abs() <= 1e-12 * phi, "solid fraction {phi} vs the run's {phi_run}");
     let rel = got["stress_rel"].as_f64().unwrap();
     assert!(rel < 1e-9, "stress differs by {rel} of its largest component");
-    // Not a stress-controlled cell: --shear refuses it in one line.
-    let o = Command::new(&py).arg(root().join("scripts/py/lab_validate.py")).args(["--shear", out.to_str().unwrap(), "--print"]).output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("parallel.servo_stress: not set") && err.lines().count() == 1, "{err}");
+    // No stress-controlled cell, Lees–Edwards cell or servo wall: the other
+    // modes refuse the run in one line naming the key.
+    for (mode, key) in [("--shear", "parallel.servo_stress"), ("--le", "parallel.lees_edwards"), ("--iso0", "wall[].servo_stress")] {
+        let o = Command::new(&py).arg(root().join("scripts/py/lab_validate.py")).args([mode, out.to_str().unwrap(), "--print"]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{mode}: {err}");
+        assert!(err.contains(key) && err.lines().count() == 1, "{mode}: {err}");
+    }
 }
 
 /// lab_validate.py --shear on a stress-controlled Lees–Edwards cell at rest

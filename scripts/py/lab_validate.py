@@ -168,6 +168,9 @@ def volume_inside(pos, rad, lo, hi):
 
 def iso_measures(out, k, margin):
     """The run's measures, and Φ, z* recomputed over the core."""
+    if not any("servo_stress" in w for w in run_config(out).get("wall", [])):
+        fail(f"{out}: wall[].servo_stress: no servo wall in the run's configuration (--iso0/--iso03 take runs of "
+             "the lab-compression configs)")
     s = summary(out)
     m = s["measures"]
     fr = last_frame(out)
@@ -343,11 +346,14 @@ def le_measures(out):
     its strain (as summary.json `steady`): mean and standard deviation of
     |τ/σ_n|, I, Φ and z over those frames; its friction and solver, and
     for the DEM the solid fraction of the rigid spheres its grains act as."""
+    cfg = run_config(out)
+    if "lees_edwards" not in cfg.get("parallel", {}):
+        fail(f"{out}: parallel.lees_edwards: not set in the run's configuration (--le takes Lees–Edwards runs of "
+             "the lab-shear-le configs)")
     s = summary(out)
     se = series(out)
     t = se["time"]
     half = t >= 0.5 * t[-1]
-    cfg = run_config(out)
     solver = cfg["simulation"]["solver"]
     friction = max(float(m.get("friction", 0.0)) for m in cfg["material"])
     ms = lambda v: (float(np.mean(v[half])), float(np.std(v[half])))
