@@ -166,6 +166,15 @@ fn newmark_parameters_beyond_one_name_their_key() {
     }
 }
 
+/// `newton = "fixed"` grows Δt after every step: `easy_iterations` has
+/// no meaning there and is refused; an unknown mode names its key.
+#[test]
+fn fixed_newton_refuses_easy_iterations_and_unknown_modes() {
+    let dem = GOOD.replace("solver = \"cd\"", "solver = \"dem\"");
+    expect_error(&format!("{dem}\n[dem]\nnewton = \"fixed\"\neasy_iterations = 2\n"), &[], "dem.easy_iterations");
+    expect_error(&format!("{dem}\n[dem]\nnewton = \"once\"\n"), &[], "dem.newton");
+}
+
 #[test]
 fn start_overlap_must_be_a_fraction_of_a_radius() {
     for bad in ["1.5", "-1e-6"] {

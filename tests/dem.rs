@@ -117,6 +117,40 @@ fn sphere_at_rest_carries_its_weight_at_the_law_gap() {
     assert!((gap - g_eq).abs() < 1e-4 * g_eq, "gap {gap:e} vs law inverse {g_eq:e}");
 }
 
+/// `newton = "fixed"` (one Newton iteration a step, taken as it is):
+/// free flight is linear, so the one iteration is the converged Newmark
+/// step and the fall is exact (constant acceleration: z₀ − g t²/2); on the
+/// wall, where the residual vanishes, the sphere rests at the law's gap
+/// with its weight on the wall, as converged Newton puts it.
+#[test]
+fn one_newton_iteration_a_step_falls_exactly_and_rests_at_the_law_gap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let z0 = 0.3;
+    run(1, &drop_scene(&out, "newton = \"fixed\"\n", 0.18, z0), tmp.path(), &[]);
+    let h = heights(&out.join("frames.h5"));
+    assert!(h.len() > 300 && h.last().unwrap().0 > 0.179, "frames to t = {:?}", h.last());
+    for &(t, z) in &h {
+        let exact = z0 - 0.5 * 9.81 * t * t;
+        assert!((z - exact).abs() <= 1e-12, "t = {t}: z = {z} against {exact}");
+    }
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(s["solver_iterations_per_step"].as_array().unwrap().iter().all(|n| n.as_u64().unwrap() <= 1), "more than one Newton iteration in a step");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let law = NormalLaw::new(1.0e6, 1.5, -2.0, 0.005, 0.5);
+    let m = 1000.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.1f64.powi(3);
+    let g_eq = law.inverse(m * 9.81);
+    run(1, &drop_scene(&out, "damping = 1.0\nnewton = \"fixed\"\n", 0.5, 0.1 + 1.2 * g_eq), tmp.path(), &[]);
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let wall = s["reactions"].as_array().unwrap().iter().find(|r| r["body"].as_u64().unwrap() >= 1 << 63).unwrap();
+    let fz = wall["force"][2].as_f64().unwrap();
+    assert!((fz - (-m * 9.81)).abs() < 1e-4 * m * 9.81, "wall reaction {fz} vs weight {}", m * 9.81);
+    let gap = heights(&out.join("frames.h5")).last().unwrap().1 - 0.1;
+    assert!((gap - g_eq).abs() < 1e-4 * g_eq, "gap {gap:e} vs law inverse {g_eq:e}");
+}
+
 #[test]
 fn newton_converges_quadratically() {
     let tmp = tempfile::tempdir().unwrap();

@@ -248,6 +248,39 @@ fn dropped_pyramid_comes_to_rest_under_dem_with_compatible_cd_floor_reactions() 
     }
 }
 
+/// `[dem] newton = "fixed"`: one Newton iteration a step, its residual
+/// left as it is (a linearly implicit step). The way down is that of the
+/// linearisation, but a state at rest is one where the residual vanishes,
+/// so the dropped 8-layer pyramid comes to rest at the converged scheme's
+/// rest state: compatible CD's floor reactions to ≤ 1e-5, the same on 1, 2
+/// and 3 ranks, every step one Newton iteration at most.
+#[test]
+fn one_newton_iteration_a_step_brings_the_dropped_pyramid_to_compatible_cd_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 8;
+    let dem = dropped(n, 5e-6, 1e-8, "line_search = \"energy\"\nnewton = \"fixed\"\n");
+    let compat = floor_n(&run(dir.path(), "compat", &pyramid_n(n, "compatible-cd", "apgd", 0.0, 0.0)), n);
+    let m = RHO * 4.0 / 3.0 * std::f64::consts::PI * R.powi(3);
+    let free = (1..n).map(|k| k * k).sum::<usize>() as f64;
+    let mut at = Vec::new();
+    for np in [1, 2, 3] {
+        let out = run_np(np, dir.path(), &format!("dem-{np}"), &dem);
+        let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(s["reached_static"].as_bool(), Some(true), "{np} rank(s): not at rest by t_end");
+        let per_step = s["solver_iterations_per_step"].as_array().unwrap();
+        assert!(per_step.iter().all(|k| k.as_u64().unwrap() <= 1), "{np} rank(s): a step took more than one Newton iteration");
+        let f = floor_n(&out, n);
+        let fz: f64 = f.iter().skip(2).step_by(3).sum();
+        assert!((fz + free * m * 9.81).abs() < 1e-6 * free * m * 9.81, "{np} rank(s): floor carries {fz}, weight {}", free * m * 9.81);
+        let e = rel_err(&compat, &f);
+        assert!(e <= 1e-5, "{np} rank(s): compatible CD vs dropped DEM (fixed Newton) at rest: {e:e}");
+        at.push(f);
+    }
+    for (k, f) in at.iter().enumerate().skip(1) {
+        assert!(rel_err(f, &at[0]) <= 1e-5, "1 vs {} ranks: {:e}", [1, 2, 3][k], rel_err(f, &at[0]));
+    }
+}
+
 /// `[dem] line_search = "energy"` (descent in the step's incremental energy
 /// instead of PETSc's backtracking on ‖F‖): the dropped stiff 4-layer
 /// pyramid comes to rest at the same floor reactions as with PETSc's line

@@ -288,9 +288,10 @@ pub struct DemCfg {
     /// body's weight); Newton also stops at the residual's round-off floor.
     #[schemars(extend("x-unit" = "N", "x-default" = "1e-10 × heaviest weight"))]
     pub newton_tolerance: Option<f64>,
-    /// Newton: iteration limit of one step (default 30); a step that does
-    /// not converge is redone with a shorter Δt.
-    #[schemars(extend("x-default" = "30"))]
+    /// Newton: iteration limit of one step (default 30; 1 with newton =
+    /// "fixed"); a step that does not converge is redone with a shorter Δt
+    /// (with "fixed": taken as it is).
+    #[schemars(extend("x-default" = "30 (1 with newton = \"fixed\")"))]
     pub newton_max_iterations: Option<u32>,
     /// Line-search pre-check: no gap may fall below this fraction of its
     /// current value in one Newton step (default 0.1).
@@ -317,6 +318,11 @@ pub struct DemCfg {
     /// for frictionless contacts).
     #[schemars(with = "Option<String>", extend("enum" = ["petsc", "energy"], "x-default" = "petsc"))]
     pub line_search: Option<crate::scene::DemLineSearch>,
+    /// Newton in a step: "converged" (default; to the tolerance, else the
+    /// step is redone shorter) or "fixed" (at most newton_max_iterations,
+    /// default 1 here, the last taken as it is: a linearly implicit step).
+    #[schemars(with = "Option<String>", extend("enum" = ["converged", "fixed"], "x-default" = "converged"))]
+    pub newton: Option<crate::scene::DemNewton>,
     /// Friction branches of each step's first Newton tangent: "rest"
     /// (default, at the step's start) or "moving" (sliding contacts slide).
     #[schemars(with = "Option<String>", extend("enum" = ["rest", "moving"], "x-default" = "rest"))]

@@ -626,6 +626,7 @@ pub(super) fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: b
     snes.set_extra_convergence(|_it, fnorm: f64| -> Result<bool, EvalError> {
         Ok(fnorm <= FLOOR_FACTOR * prob.floor.get() || parallel::signals::agreed(comm))
     })?;
+    let fixed = d.newton == crate::scene::DemNewton::Fixed;
     snes.set_tolerances(Some(d.newton_tolerance), Some(1e-30), Some(0.0), Some(d.newton_max_iterations as PetscInt), Some(100_000))?;
     snes.set_from_options()?;
     let result = snes.solve(None, &mut x);
@@ -637,7 +638,8 @@ pub(super) fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: b
             if !r.converged() {
                 log::debug!("dem: SNES stopped: {}", r.name);
             }
-            r.converged()
+            // `fixed`: the iterations taken are the step (with one, a linearly implicit one).
+            r.converged() || (fixed && snes.stopped_at_max_iterations()?)
         }
         Err(e) => {
             log::debug!("dem: SNES failed: {e}");

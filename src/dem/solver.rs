@@ -445,7 +445,9 @@ impl Solver for DemSolver {
                 finish(&states, &nm, &all, bodies, history);
                 forces.f_t = f_t;
                 forces.f_n = f_n;
-                let next = if its <= d.easy_iterations as i64 { dt * GROWTH } else { dt };
+                // `fixed`: the gap change alone bounds Δt.
+                let easy = d.newton == crate::scene::DemNewton::Fixed || its <= d.easy_iterations as i64;
+                let next = if easy { dt * GROWTH } else { dt };
                 let next = if ratio > 0.0 { next.min(dt * 0.9 / ratio) } else { next };
                 self.dt = next.clamp(d.dt_min, d.dt_max);
                 Ok(StepReport { iterations, dt, linear_iterations: linear, ..Default::default() })

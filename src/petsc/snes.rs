@@ -446,6 +446,12 @@ impl<'a> Snes<'a> {
         Ok(ConvergedReason { code, name: static_str(name) })
     }
 
+    /// Whether the last solve stopped at its iteration limit
+    /// (`SNES_DIVERGED_MAX_IT`).
+    pub fn stopped_at_max_iterations(&self) -> Result<bool> {
+        Ok(self.converged_reason()?.code == ffi::SNESConvergedReason::SNES_DIVERGED_MAX_IT as i32)
+    }
+
     /// Newton iterations of the last solve.
     pub fn iteration_number(&self) -> Result<PetscInt> {
         let mut n = 0;

@@ -468,6 +468,26 @@ pub struct DemSettings {
     pub line_search: DemLineSearch,
     /// The friction branches of each step's first Newton tangent.
     pub first_tangent: DemFirstTangent,
+    /// Newton to convergence in every step, or a fixed number of iterations.
+    pub newton: DemNewton,
+}
+
+/// How far the DEM iterates Newton in a step (`[dem] newton`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DemNewton {
+    /// To `newton_tolerance` (or the residual's round-off floor); a step
+    /// that does not get there within `newton_max_iterations` is redone
+    /// with a shorter Δt.
+    #[default]
+    Converged,
+    /// At most `newton_max_iterations` (default 1) Newton iterations, the
+    /// residual left as it is: with one, a linearly implicit Newmark step
+    /// (Baraff & Witkin's for cloth). Δt grows after every step up to the
+    /// gap-change bound. A static state is one where the residual
+    /// vanishes, so a run to rest ends at the converged scheme's rest
+    /// state; the path to it is that of the truncated iterations.
+    Fixed,
 }
 
 /// The friction branches of the DEM's first Newton tangent in a step

@@ -78,9 +78,12 @@ pub(super) fn dem_settings(
         return Err(c.err("dem.dt_min", format!("must not exceed dem.dt_max = {dt_max}")));
     }
     let newton_tolerance = opt("dem.newton_tolerance", d.newton_tolerance, 1e-10 * weight)?;
+    let newton = d.newton.unwrap_or_default();
+    let fixed = newton == crate::scene::DemNewton::Fixed;
     let newton_max_iterations = match d.newton_max_iterations {
         Some(0) => return Err(c.err("dem.newton_max_iterations", "must be at least 1")),
         Some(n) => n,
+        None if fixed => 1,
         None => 30,
     };
     let gap_fraction = opt("dem.gap_fraction", d.gap_fraction, 0.1)?;
@@ -89,7 +92,11 @@ pub(super) fn dem_settings(
     }
     let gap_change = opt("dem.gap_change", d.gap_change, 0.2)?;
     let easy_iterations = d.easy_iterations.unwrap_or(4);
-    if easy_iterations >= newton_max_iterations {
+    if fixed {
+        if d.easy_iterations.is_some() {
+            return Err(c.err("dem.easy_iterations", "has no effect with dem.newton = \"fixed\" (Δt grows after every step); remove it"));
+        }
+    } else if easy_iterations >= newton_max_iterations {
         return Err(c.err("dem.easy_iterations", format!("must be below dem.newton_max_iterations = {newton_max_iterations}, got {easy_iterations}")));
     }
     Ok(DemSettings {
@@ -116,6 +123,7 @@ pub(super) fn dem_settings(
         closed_depth: d.closed_depth.unwrap_or_default(),
         line_search: d.line_search.unwrap_or_default(),
         first_tangent: d.first_tangent.unwrap_or_default(),
+        newton,
     })
 }
 
