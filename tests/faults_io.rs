@@ -336,6 +336,38 @@ fn restart_says_when_frames_file_is_missing() {
     }
 }
 
+/// The frames' names live in the /frames group's local heap, and that heap
+/// stays one block with its header ("HEAP", version, 3 reserved bytes,
+/// data size, free-list offset, data address; the data right after it) of
+/// `FRAMES_NAME_HEAP` bytes: a new frame's name reaches the disk in one
+/// write. HDF5's default heap (256 bytes) outgrew its block after about 15
+/// frames and was moved, its header and its block then written apart; a
+/// kill between the two left a frames file whose frames could not be
+/// listed, and the restart kept none of them.
+#[test]
+fn frame_names_stay_in_one_heap_block_written_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("heap");
+    let cfg = scene(tmp.path(), "heap", &out, 40, 1);
+    common::mpirun_ok(2, &stiffgrain(), &["run", cfg.to_str().unwrap()]);
+    assert_eq!(frame_steps(&out.join("frames.h5")).len(), 41);
+    let bytes = std::fs::read(out.join("frames.h5")).unwrap();
+    let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+    let names = b"000000000\0";
+    let heap = (0..bytes.len().saturating_sub(32))
+        .filter(|&i| &bytes[i..i + 4] == b"HEAP")
+        .find(|&i| {
+            let (size, data) = (u64_at(i + 8) as usize, u64_at(i + 24) as usize);
+            data + size <= bytes.len() && bytes[data..data + size].windows(names.len()).any(|w| w == names)
+        })
+        .expect("no local heap holds the frame names");
+    let (size, free, data) = (u64_at(heap + 8), u64_at(heap + 16), u64_at(heap + 24));
+    assert_eq!(data, heap as u64 + 32, "the frame names' heap block is apart from its header");
+    assert_eq!(size, stiffgrain::io::frames::FRAMES_NAME_HEAP as u64, "heap of {size} bytes");
+    // 41 names of 16 bytes (9 digits, NUL, padding to 8) after the empty name's 8.
+    assert_eq!(free, 8 + 41 * 16, "the heap's free space starts at {free}");
+}
+
 #[test]
 fn restart_after_a_rank_is_killed_keeps_every_complete_frame() {
     let tmp = tempfile::tempdir().unwrap();

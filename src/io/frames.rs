@@ -49,7 +49,7 @@
 //!
 //! Every dataset carries a `units` attribute ([`unit_of`]).
 use super::frames_recover::{copy_complete, inspect, stored_end, Health};
-use super::h5raw::{reserve, write_rows_collective};
+use super::h5raw::{create_group_with_name_heap, reserve, write_rows_collective};
 use super::series::{append_series, create_series, truncate_series, SERIES_CHUNK};
 pub use super::series::SeriesRow;
 use super::redistribute::{redistribute_sorted, FlatRecords};
@@ -65,6 +65,9 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::path::{Path, PathBuf};
+
+/// Bytes of /frames' name heap (see [`create_group_with_name_heap`]).
+pub const FRAMES_NAME_HEAP: usize = 1 << 20;
 
 /// Name of the group of frame `step` under `/frames`: zero-padded so that
 /// lexical order is time order.
@@ -275,7 +278,8 @@ impl FrameWriter {
                 }
             }
         }
-        file.create_group("frames").ctx(p, "creating /frames")?;
+        // 16 bytes a frame name: one heap block up to 65,536 frames.
+        create_group_with_name_heap(file, "frames", FRAMES_NAME_HEAP).ctx(p, "creating /frames")?;
         create_series(file, &self.walls, self.comm.rank() == 0).ctx(p, "creating /series")?;
         Ok(())
     }

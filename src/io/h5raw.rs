@@ -118,6 +118,28 @@ pub(crate) fn reserve(file: &std::fs::File, len: u64) -> std::io::Result<()> {
     }
 }
 
+/// Creates the group `name` in `file` with a local heap of `heap` bytes
+/// for its members' names, allocated with the heap's header. A heap that
+/// fills is moved to a larger block, its header and its block then written
+/// separately: a kill between the two writes leaves a group that cannot be
+/// listed ("bad heap free list"), and a frames file whose frames cannot be
+/// found. Within `heap` the two stay one block, written at once.
+pub(crate) fn create_group_with_name_heap(file: &hdf5::File, name: &str, heap: usize) -> hdf5::Result<()> {
+    let c = std::ffi::CString::new(name).map_err(|e| hdf5::Error::from(e.to_string()))?;
+    hdf5::sync::sync(|| {
+        // SAFETY: a property list we create and close, a valid file id, a
+        // NUL-terminated name that outlives the calls; the group is closed on drop.
+        unsafe {
+            let gcpl = Handle(H5Pcreate(*hdf5::globals::H5P_GROUP_CREATE), H5Pclose);
+            check(gcpl.0, "H5Pcreate(group create)")?;
+            check(hdf5_sys::h5p::H5Pset_local_heap_size_hint(gcpl.0, heap) as i64, "H5Pset_local_heap_size_hint")?;
+            let p = hdf5_sys::h5p::H5P_DEFAULT;
+            let g = Handle(hdf5_sys::h5g::H5Gcreate2(file.id(), c.as_ptr(), p, gcpl.0, p), hdf5_sys::h5g::H5Gclose);
+            check(g.0, "H5Gcreate2")
+        }
+    })
+}
+
 /// Copies the object `name` (a group and everything under it) of `src`
 /// to the same path in `dst`, whose parent group must exist.
 pub(crate) fn copy_object(src: &hdf5::File, dst: &hdf5::File, name: &str) -> hdf5::Result<()> {
