@@ -357,8 +357,9 @@ fn frame_names_stay_in_one_heap_block_written_at_once() {
     let heap = (0..bytes.len().saturating_sub(32))
         .filter(|&i| &bytes[i..i + 4] == b"HEAP")
         .find(|&i| {
+            // (the bytes "HEAP" may also occur in a frame's data)
             let (size, data) = (u64_at(i + 8) as usize, u64_at(i + 24) as usize);
-            data + size <= bytes.len() && bytes[data..data + size].windows(names.len()).any(|w| w == names)
+            data.checked_add(size).is_some_and(|end| end <= bytes.len()) && bytes[data..data + size].windows(names.len()).any(|w| w == names)
         })
         .expect("no local heap holds the frame names");
     let (size, free, data) = (u64_at(heap + 8), u64_at(heap + 16), u64_at(heap + 24));
