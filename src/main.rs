@@ -218,11 +218,14 @@ const READ_AT_FINALIZE: [&str; 5] = ["options_left", "malloc_dump", "malloc_view
 fn warn_unused_options(args: &[String]) {
     let Ok(left) = petsc::options::unused() else { return };
     let given = args.iter().filter_map(|a| a.strip_prefix('-')).map(|a| a.trim_start_matches('-')).filter(|a| a.starts_with(|c: char| c.is_ascii_alphabetic()));
-    let mut missed: Vec<String> = given
-        .filter(|a| !a.starts_with("log_") && !READ_AT_FINALIZE.contains(a) && left.iter().any(|l| l.eq_ignore_ascii_case(a)))
-        .map(|a| format!("-{a}"))
-        .collect();
-    missed.dedup();
+    let mut missed: Vec<String> = Vec::new();
+    // Each name once, in the order given (an option may be repeated anywhere).
+    for a in given.filter(|a| !a.starts_with("log_") && !READ_AT_FINALIZE.contains(a) && left.iter().any(|l| l.eq_ignore_ascii_case(a))) {
+        let name = format!("-{a}");
+        if !missed.contains(&name) {
+            missed.push(name);
+        }
+    }
     if !missed.is_empty() {
         log::warn!("PETSc options not used by this run: {} (misspelt, or for a solver or prefix the run did not call)", missed.join(" "));
     }

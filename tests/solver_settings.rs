@@ -131,17 +131,19 @@ fn a_bad_value_is_the_only_line_even_beside_an_ignored_table() {
 }
 
 /// PETSc options after `--` that no solver of the run read (a typo, or
-/// another solver's) are named once, on two ranks; the run goes on. The
+/// another solver's) are named once, on two ranks, each once even when
+/// given twice; the run goes on. The
 /// same options where a solver reads them raise nothing.
 #[test]
 fn petsc_options_no_solver_read_are_named_once() {
     let dir = tempfile::tempdir().unwrap();
     let unused = "PETSc options not used by this run";
-    let (code, stderr) = run_with(dir.path(), 2, &scene("cd", ""), &["-cd_tao_typ", "bnls", "-ksp_rtol", "1e-3"]);
+    let (code, stderr) = run_with(dir.path(), 2, &scene("cd", ""), &["-cd_tao_typ", "bnls", "-ksp_rtol", "1e-3", "-cd_tao_typ", "gpcg"]);
     assert_eq!(code, Some(0), "{stderr}");
     let hits = lines_with(&stderr, unused);
     assert_eq!(hits.len(), 1, "one line on two ranks: {stderr}");
     assert!(hits[0].contains("-cd_tao_typ ") && hits[0].contains("-ksp_rtol"), "the line names both options: {}", hits[0]);
+    assert_eq!(hits[0].matches("-cd_tao_typ").count(), 1, "an option given twice, apart, is named once: {}", hits[0]);
     let (code, stderr) = run_with(dir.path(), 2, &scene("dem", ""), &["-ksp_rtol", "1e-8", "-snes_max_it", "40"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(lines_with(&stderr, unused).is_empty(), "the DEM reads both: {stderr}");
