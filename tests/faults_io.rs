@@ -336,6 +336,90 @@ fn restart_says_when_frames_file_is_missing() {
     }
 }
 
+/// Where the local heap of /frames' names starts in the bytes of a frames
+/// file: the heap header ("HEAP", version, 3 reserved bytes, data size,
+/// free-list offset, data address) whose data holds frame 0's name.
+fn frame_name_heap(bytes: &[u8]) -> usize {
+    let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+    let names = b"000000000\0";
+    (0..bytes.len().saturating_sub(32))
+        .filter(|&i| &bytes[i..i + 4] == b"HEAP")
+        .find(|&i| {
+            // (the bytes "HEAP" may also occur in a frame's data)
+            let (size, data) = (u64_at(i + 8) as usize, u64_at(i + 24) as usize);
+            data.checked_add(size).is_some_and(|end| end <= bytes.len()) && bytes[data..data + size].windows(names.len()).any(|w| w == names)
+        })
+        .expect("no local heap holds the frame names")
+}
+
+/// The newest frame's name never reached the disk, while the name tree's
+/// key already points at it (a kill while HDF5 closed the file after that
+/// frame): the frames can be listed, yet every lookup of a frame by its
+/// name fails ("doesn't exist"). Made here by removing the name from the
+/// heap and its entry from its symbol-table node ("SNOD", version,
+/// reserved byte, 2-byte count, then entries of 40 bytes starting with
+/// the name's heap offset).
+#[test]
+fn restart_keeps_the_frames_whose_names_cannot_be_looked_up() {
+    restart_repairs("lookup", |frames| {
+        let mut bytes = std::fs::read(frames).unwrap();
+        let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        let heap = frame_name_heap(&bytes);
+        let (size, data) = (u64_at(&bytes, heap + 8) as usize, u64_at(&bytes, heap + 24) as usize);
+        let newest = b"000000030\0";
+        let name = data + bytes[data..data + size].windows(newest.len()).position(|w| w == newest).expect("no name of frame 30");
+        let offset = (name - data) as u64;
+        let node = (0..bytes.len() - 8)
+            .filter(|&i| &bytes[i..i + 4] == b"SNOD")
+            .find(|&i| {
+                let n = u16::from_le_bytes([bytes[i + 6], bytes[i + 7]]) as usize;
+                n > 0 && i + 8 + 40 * n <= bytes.len() && u64_at(&bytes, i + 8 + 40 * (n - 1)) == offset
+            })
+            .expect("no symbol-table node ends with frame 30");
+        let n = u16::from_le_bytes([bytes[node + 6], bytes[node + 7]]);
+        bytes[node + 6..node + 8].copy_from_slice(&(n - 1).to_le_bytes());
+        let last = node + 8 + 40 * (n as usize - 1);
+        bytes[last..last + 40].fill(0);
+        bytes[name..name + newest.len()].fill(0);
+        std::fs::write(frames, &bytes).unwrap();
+        let f = hdf5::File::open(frames).unwrap();
+        assert_eq!(f.group("frames").unwrap().member_names().unwrap().len(), 15, "the damage should leave 15 frames listed");
+        assert!(f.group("frames/000000000").is_err(), "the damage should make lookups by name fail");
+    });
+}
+
+/// HDF5 writes the superblock, with the end of the file's allocated space,
+/// after the rest of the metadata when it closes the file; a kill between
+/// the two leaves the metadata of the frames written since the previous
+/// close past that recorded end, where HDF5 will not read it. Made here by
+/// setting the recorded end (bytes 40..48 of a version-0 superblock) to
+/// the first byte of frame 20's datasets.
+#[test]
+fn restart_keeps_the_frames_written_past_the_recorded_end_of_file() {
+    restart_repairs("eoa", |frames| {
+        let first = {
+            let f = hdf5::File::open(frames).unwrap();
+            let g = f.group("frames/000000020").unwrap();
+            let mut at = u64::MAX;
+            for part in g.member_names().unwrap() {
+                let p = g.group(&part).unwrap();
+                for d in p.member_names().unwrap() {
+                    at = at.min(p.dataset(&d).unwrap().offset().unwrap_or(u64::MAX));
+                }
+            }
+            at
+        };
+        let mut bytes = std::fs::read(frames).unwrap();
+        assert_eq!(bytes[8], 0, "want a version-0 superblock");
+        assert!(first < u64::from_le_bytes(bytes[40..48].try_into().unwrap()));
+        bytes[40..48].copy_from_slice(&first.to_le_bytes());
+        std::fs::write(frames, &bytes).unwrap();
+        let f = hdf5::File::open(frames).unwrap();
+        let frame = f.group("frames/000000020").and_then(|g| g.dataset("bodies/position")?.read_raw::<f64>());
+        assert!(frame.is_err(), "the damage should make frame 20 unreadable");
+    });
+}
+
 /// The frames' names live in the /frames group's local heap, and that heap
 /// stays one block with its header ("HEAP", version, 3 reserved bytes,
 /// data size, free-list offset, data address; the data right after it) of
@@ -353,15 +437,7 @@ fn frame_names_stay_in_one_heap_block_written_at_once() {
     assert_eq!(frame_steps(&out.join("frames.h5")).len(), 41);
     let bytes = std::fs::read(out.join("frames.h5")).unwrap();
     let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
-    let names = b"000000000\0";
-    let heap = (0..bytes.len().saturating_sub(32))
-        .filter(|&i| &bytes[i..i + 4] == b"HEAP")
-        .find(|&i| {
-            // (the bytes "HEAP" may also occur in a frame's data)
-            let (size, data) = (u64_at(i + 8) as usize, u64_at(i + 24) as usize);
-            data.checked_add(size).is_some_and(|end| end <= bytes.len()) && bytes[data..data + size].windows(names.len()).any(|w| w == names)
-        })
-        .expect("no local heap holds the frame names");
+    let heap = frame_name_heap(&bytes);
     let (size, free, data) = (u64_at(heap + 8), u64_at(heap + 16), u64_at(heap + 24));
     assert_eq!(data, heap as u64 + 32, "the frame names' heap block is apart from its header");
     assert_eq!(size, stiffgrain::io::frames::FRAMES_NAME_HEAP as u64, "heap of {size} bytes");

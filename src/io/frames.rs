@@ -69,6 +69,12 @@ use std::path::{Path, PathBuf};
 /// Bytes of /frames' name heap (see [`create_group_with_name_heap`]).
 pub const FRAMES_NAME_HEAP: usize = 1 << 20;
 
+/// Half the frame names one node of /frames' name tree holds (HDF5's
+/// "symbol table leaf K"; its default, 4, splits a node every four frames).
+/// A split writes a new node past the file's recorded end: rare splits
+/// leave a killed run few moments where its frames cannot be listed.
+pub const FRAMES_NAMES_PER_HALF_NODE: u32 = 256;
+
 /// Name of the group of frame `step` under `/frames`: zero-padded so that
 /// lexical order is time order.
 pub fn frame_name(step: u64) -> String {
@@ -106,6 +112,7 @@ impl FrameWriter {
         agree(&comm, r)?;
         let file = hdf5::File::with_options()
             .with_fapl(|p| p.mpio(comm.as_raw(), None))
+            .with_fcpl(|p| p.sym_k(16, FRAMES_NAMES_PER_HALF_NODE))
             .create(&path)
             .ctx(&path, "creating the file (MPI-IO)");
         let file = agree(&comm, file)?;

@@ -1,6 +1,6 @@
 //! Restart of a frames.h5 that may be damaged: which frames are complete,
 //! and the copy of those into a new file (`FrameWriter::append`).
-use super::h5raw::copy_object;
+use super::h5raw::{copy_object, copy_object_to, members_by_position, raise_recorded_end};
 use super::series::series_readable;
 use super::{H5Context, IoError};
 use std::path::Path;
@@ -27,7 +27,10 @@ pub(super) fn inspect(path: &Path, after_step: u64) -> Health {
         let g = file.group("frames").map_err(|e| e.to_string())?;
         for name in &names {
             match name.parse::<u64>() {
-                Ok(s) if s <= after_step => frame_complete(&g, name, len, marked).map_err(|e| format!("frame {name}: {e}"))?,
+                Ok(s) if s <= after_step => {
+                    let f = g.group(name).map_err(|e| format!("frame {name}: {e}"))?;
+                    frame_complete(&f, len, marked).map_err(|e| format!("frame {name}: {e}"))?
+                }
                 // Removed on reopening: one torn by a kill mid-write can leave
                 // a link to an unreadable object that HDF5 cannot delete.
                 Ok(_) => drop(g.group(name).map_err(|e| format!("frame {name} past the checkpoint: {e}"))?),
@@ -52,11 +55,10 @@ pub(super) fn frame_names(file: &hdf5::File) -> hdf5::Result<(Vec<String>, bool)
     Ok((names, marked))
 }
 
-/// A frame is complete when it carries the `complete` mark (written last),
-/// if the file uses marks, and each of its datasets opens and lies inside
-/// the file's `len` bytes.
-pub(super) fn frame_complete(frames: &hdf5::Group, name: &str, len: u64, marked: bool) -> Result<(), String> {
-    let f = frames.group(name).map_err(|e| e.to_string())?;
+/// A frame (its group `f`) is complete when it carries the `complete` mark
+/// (written last), if the file uses marks, and each of its datasets opens
+/// and lies inside the file's `len` bytes.
+pub(super) fn frame_complete(f: &hdf5::Group, len: u64, marked: bool) -> Result<(), String> {
     if marked && f.attr("complete").and_then(|a| a.read_scalar::<u8>()).ok() != Some(1) {
         return Err("no completion mark (torn)".into());
     }
@@ -78,8 +80,11 @@ pub(super) fn frame_complete(frames: &hdf5::Group, name: &str, len: u64, marked:
 /// Rank 0: copies the complete frames up to `after_step` of the damaged file
 /// `from` into the new file `to` (its header already written). A truncated
 /// file is padded with zeros to the length its superblock records, so that
-/// HDF5 opens it, and cut back afterwards. Returns the kept frames' names
-/// and how many frames up to `after_step` the damaged file listed.
+/// HDF5 opens it, and cut back afterwards; a file longer than its
+/// superblock records (killed while HDF5 closed it) has its recorded end
+/// raised to its length, so that the metadata written past it is read.
+/// Returns the kept frames' names and how many frames up to `after_step`
+/// the damaged file listed.
 pub(super) fn copy_complete(from: &Path, to: &Path, after_step: u64) -> Result<(Vec<String>, usize), IoError> {
     let len = std::fs::metadata(from).map_err(|e| IoError::fs(from, "read the damaged file", e))?.len();
     let recorded = stored_end(from).unwrap_or(0);
@@ -88,18 +93,26 @@ pub(super) fn copy_complete(from: &Path, to: &Path, after_step: u64) -> Result<(
     };
     if recorded > len {
         pad(recorded)?;
+    } else if recorded != 0 && recorded < len {
+        // (Reserved, unused space past the end is harmless to include; a
+        // file that cannot be raised is read as it is.)
+        let _ = raise_recorded_end(from);
     }
     let r = (|| -> Result<(Vec<String>, usize), IoError> {
         let Ok(src) = hdf5::File::open(from) else { return Ok((Vec::new(), 0)) };
-        let Ok((names, marked)) = frame_names(&src) else { return Ok((Vec::new(), 0)) };
         let Ok(g) = src.group("frames") else { return Ok((Vec::new(), 0)) };
-        let names: Vec<String> = names.into_iter().filter(|n| n.parse::<u64>().is_ok_and(|s| s <= after_step)).collect();
+        // (By position: the damage may be what makes lookups by name fail.)
+        let Ok(members) = members_by_position(&g) else { return Ok((Vec::new(), 0)) };
+        let marked = members.iter().any(|(_, f)| f.as_ref().is_ok_and(|f| f.attr("complete").is_ok()));
+        let frames: Vec<_> = members.into_iter().filter(|(n, _)| n.parse::<u64>().is_ok_and(|s| s <= after_step)).collect();
         let dst = hdf5::File::open_rw(to).ctx(to, "opening the new file to copy the complete frames")?;
         let mut kept = Vec::new();
-        for name in &names {
-            if frame_complete(&g, name, len, marked).is_ok() {
-                copy_object(&src, &dst, &format!("frames/{name}")).ctx(to, &format!("copying frame {name}"))?;
-                kept.push(name.clone());
+        for (name, f) in &frames {
+            if let Ok(f) = f {
+                if frame_complete(f, len, marked).is_ok() {
+                    copy_object_to(f, &dst, &format!("frames/{name}")).ctx(to, &format!("copying frame {name}"))?;
+                    kept.push(name.clone());
+                }
             }
         }
         // The series is kept when every dataset of it reads; reopen cuts it
@@ -109,7 +122,7 @@ pub(super) fn copy_complete(from: &Path, to: &Path, after_step: u64) -> Result<(
             let _ = copy_object(&src, &dst, "series");
         }
         dst.close().ctx(to, "closing")?;
-        Ok((kept, names.len()))
+        Ok((kept, frames.len()))
     })();
     if recorded > len {
         pad(len)?;

@@ -2,7 +2,8 @@
 //! `hdf5` crate only does independent transfers; this writes each rank's slab
 //! of a dataset with a collective MPI-IO transfer (`H5FD_MPIO_COLLECTIVE`),
 //! ranks with no rows taking part with an empty selection. It also holds the
-//! few calls the crate lacks: copying an object between files, and reserving disk space (`posix_fallocate`).
+//! few calls the crate lacks: copying an object between files, reserving
+//! disk space (`posix_fallocate`), and raising a file's recorded end.
 use hdf5::H5Type;
 use hdf5_sys::h5::hsize_t;
 use hdf5_sys::h5d::H5Dwrite;
@@ -138,6 +139,64 @@ pub(crate) fn create_group_with_name_heap(file: &hdf5::File, name: &str, heap: u
             check(g.0, "H5Gcreate2")
         }
     })
+}
+
+/// Raises the end of file that the superblock of `path` records to the
+/// file's length, as `h5clear --increment` does. HDF5 writes the superblock
+/// after the rest of the metadata when it closes a file: a process killed
+/// between the two leaves metadata (a new frame's headers, a new node of
+/// the frame names' tree) past the recorded end, where HDF5 refuses to read
+/// it although it is on disk.
+pub(crate) fn raise_recorded_end(path: &std::path::Path) -> hdf5::Result<()> {
+    extern "C" {
+        // HDF5 ≥ 1.10.2; the `hdf5-sys` crate does not declare it.
+        fn H5Fincrement_filesize(file_id: hid_t, increment: hsize_t) -> hdf5_sys::h5::herr_t;
+    }
+    let file = hdf5::File::open_rw(path)?;
+    // SAFETY: a valid file id, open to write; the call sets its end of
+    // allocation to max(recorded end, length) + 0.
+    let r = hdf5::sync::sync(|| unsafe { H5Fincrement_filesize(file.id(), 0) });
+    check(r as i64, "H5Fincrement_filesize")?;
+    file.close()
+}
+
+/// The members of `group` in name order: each name, with the object opened
+/// by its position in the group's tree rather than by a lookup of its name.
+/// A lookup compares the name with the keys of the tree's nodes, and a key
+/// naming a member whose name never reached the disk (a kill while HDF5
+/// wrote the group) makes every lookup fail; a walk by position reads the
+/// nodes' entries only.
+pub(crate) fn members_by_position(group: &hdf5::Group) -> hdf5::Result<Vec<(String, hdf5::Result<hdf5::Group>)>> {
+    use hdf5_sys::h5::{H5_index_t, H5_iter_order_t};
+    let names = group.member_names_by(hdf5::IndexType::Name, hdf5::IterationOrder::Increasing)?;
+    let here = c".";
+    let open = |n: usize| {
+        // SAFETY: a valid group id and a NUL-terminated name; the new id is
+        // handed to the crate, which closes it on drop.
+        hdf5::sync::sync(|| unsafe {
+            let id = hdf5_sys::h5o::H5Oopen_by_idx(
+                group.id(),
+                here.as_ptr(),
+                H5_index_t::H5_INDEX_NAME,
+                H5_iter_order_t::H5_ITER_INC,
+                n as hsize_t,
+                hdf5_sys::h5p::H5P_DEFAULT,
+            );
+            check(id, "H5Oopen_by_idx")?;
+            hdf5::from_id::<hdf5::Group>(id)
+        })
+    };
+    Ok(names.into_iter().enumerate().map(|(n, name)| (name, open(n))).collect())
+}
+
+/// Copies the open object `object` (a group and everything under it) to
+/// `name` in `dst`, whose parent group must exist.
+pub(crate) fn copy_object_to(object: &hdf5::Location, dst: &hdf5::File, name: &str) -> hdf5::Result<()> {
+    let c = std::ffi::CString::new(name).map_err(|e| hdf5::Error::from(e.to_string()))?;
+    let p = hdf5_sys::h5p::H5P_DEFAULT;
+    // SAFETY: valid ids and NUL-terminated names that outlive the call.
+    let r = hdf5::sync::sync(|| unsafe { hdf5_sys::h5o::H5Ocopy(object.id(), c".".as_ptr(), dst.id(), c.as_ptr(), p, p) });
+    check(r as i64, "H5Ocopy")
 }
 
 /// Copies the object `name` (a group and everything under it) of `src`
