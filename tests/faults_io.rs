@@ -352,40 +352,52 @@ fn frame_name_heap(bytes: &[u8]) -> usize {
         .expect("no local heap holds the frame names")
 }
 
-/// The newest frame's name never reached the disk, while the name tree's
-/// key already points at it (a kill while HDF5 closed the file after that
-/// frame): the frames can be listed, yet every lookup of a frame by its
-/// name fails ("doesn't exist"). Made here by removing the name from the
-/// heap and its entry from its symbol-table node ("SNOD", version,
-/// reserved byte, 2-byte count, then entries of 40 bytes starting with
-/// the name's heap offset).
-#[test]
-fn restart_keeps_the_frames_whose_names_cannot_be_looked_up() {
-    restart_repairs("lookup", |frames| {
-        let mut bytes = std::fs::read(frames).unwrap();
-        let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
-        let heap = frame_name_heap(&bytes);
-        let (size, data) = (u64_at(&bytes, heap + 8) as usize, u64_at(&bytes, heap + 24) as usize);
-        let newest = b"000000030\0";
-        let name = data + bytes[data..data + size].windows(newest.len()).position(|w| w == newest).expect("no name of frame 30");
-        let offset = (name - data) as u64;
-        let node = (0..bytes.len() - 8)
-            .filter(|&i| &bytes[i..i + 4] == b"SNOD")
-            .find(|&i| {
-                let n = u16::from_le_bytes([bytes[i + 6], bytes[i + 7]]) as usize;
-                n > 0 && i + 8 + 40 * n <= bytes.len() && u64_at(&bytes, i + 8 + 40 * (n - 1)) == offset
-            })
-            .expect("no symbol-table node ends with frame 30");
+/// Removes the newest frame's (frame 30's) name from /frames' heap, as a
+/// kill while HDF5 closed the file after that frame can leave it: the name
+/// tree's key already names it, so every lookup of a frame by its name
+/// fails ("doesn't exist"). With `drop_entry` its entry in the tree's
+/// symbol-table node ("SNOD", version, reserved byte, 2-byte count, then
+/// entries of 40 bytes starting with the name's heap offset) is gone too;
+/// without, the frames list with an empty name last.
+fn forget_newest_name(frames: &Path, drop_entry: bool) {
+    let mut bytes = std::fs::read(frames).unwrap();
+    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let heap = frame_name_heap(&bytes);
+    let (size, data) = (u64_at(&bytes, heap + 8) as usize, u64_at(&bytes, heap + 24) as usize);
+    let newest = b"000000030\0";
+    let name = data + bytes[data..data + size].windows(newest.len()).position(|w| w == newest).expect("no name of frame 30");
+    let offset = (name - data) as u64;
+    let node = (0..bytes.len() - 8)
+        .filter(|&i| &bytes[i..i + 4] == b"SNOD")
+        .find(|&i| {
+            let n = u16::from_le_bytes([bytes[i + 6], bytes[i + 7]]) as usize;
+            n > 0 && i + 8 + 40 * n <= bytes.len() && u64_at(&bytes, i + 8 + 40 * (n - 1)) == offset
+        })
+        .expect("no symbol-table node ends with frame 30");
+    if drop_entry {
         let n = u16::from_le_bytes([bytes[node + 6], bytes[node + 7]]);
         bytes[node + 6..node + 8].copy_from_slice(&(n - 1).to_le_bytes());
         let last = node + 8 + 40 * (n as usize - 1);
         bytes[last..last + 40].fill(0);
-        bytes[name..name + newest.len()].fill(0);
-        std::fs::write(frames, &bytes).unwrap();
-        let f = hdf5::File::open(frames).unwrap();
-        assert_eq!(f.group("frames").unwrap().member_names().unwrap().len(), 15, "the damage should leave 15 frames listed");
-        assert!(f.group("frames/000000000").is_err(), "the damage should make lookups by name fail");
-    });
+    }
+    bytes[name..name + newest.len()].fill(0);
+    std::fs::write(frames, &bytes).unwrap();
+    let f = hdf5::File::open(frames).unwrap();
+    let mut listed = f.group("frames").unwrap().member_names().unwrap();
+    listed.sort();
+    assert_eq!(listed.len(), if drop_entry { 15 } else { 16 }, "{listed:?}");
+    assert_eq!(listed[0] == "", !drop_entry, "{listed:?}");
+    assert!(f.group("frames/000000000").is_err(), "the damage should make lookups by name fail");
+}
+
+#[test]
+fn restart_keeps_the_frames_whose_names_cannot_be_looked_up() {
+    restart_repairs("lookup", |frames| forget_newest_name(frames, true));
+}
+
+#[test]
+fn restart_keeps_the_frames_listed_beside_a_name_never_written() {
+    restart_repairs("unnamed", |frames| forget_newest_name(frames, false));
 }
 
 /// HDF5 writes the superblock, with the end of the file's allocated space,
