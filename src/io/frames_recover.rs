@@ -1,6 +1,6 @@
 //! Restart of a frames.h5 that may be damaged: which frames are complete,
 //! and the copy of those into a new file (`FrameWriter::append`).
-use super::h5raw::{copy_object, copy_object_to, members_by_position, raise_recorded_end};
+use super::h5raw::{copy_object, members_by_position, raise_recorded_end};
 use super::series::series_readable;
 use super::{H5Context, IoError};
 use std::path::Path;
@@ -110,7 +110,7 @@ pub(super) fn copy_complete(from: &Path, to: &Path, after_step: u64) -> Result<(
         for (name, f) in &frames {
             if let Ok(f) = f {
                 if frame_complete(f, len, marked).is_ok() {
-                    copy_object_to(f, &dst, &format!("frames/{name}")).ctx(to, &format!("copying frame {name}"))?;
+                    copy_object(f, ".", &dst, &format!("frames/{name}")).ctx(to, &format!("copying frame {name}"))?;
                     kept.push(name.clone());
                 }
             }
@@ -119,7 +119,7 @@ pub(super) fn copy_complete(from: &Path, to: &Path, after_step: u64) -> Result<(
         // back to the checkpoint's step (a new one is started otherwise).
         if series_readable(&src) {
             let _ = dst.unlink("series");
-            let _ = copy_object(&src, &dst, "series");
+            let _ = copy_object(&src, "series", &dst, "series");
         }
         dst.close().ctx(to, "closing")?;
         Ok((kept, frames.len()))

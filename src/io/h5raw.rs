@@ -189,22 +189,14 @@ pub(crate) fn members_by_position(group: &hdf5::Group) -> hdf5::Result<Vec<(Stri
     Ok(names.into_iter().enumerate().map(|(n, name)| (name, open(n))).collect())
 }
 
-/// Copies the open object `object` (a group and everything under it) to
-/// `name` in `dst`, whose parent group must exist.
-pub(crate) fn copy_object_to(object: &hdf5::Location, dst: &hdf5::File, name: &str) -> hdf5::Result<()> {
-    let c = std::ffi::CString::new(name).map_err(|e| hdf5::Error::from(e.to_string()))?;
+/// Copies the object `src_name` of `src` (a group and everything under
+/// it; `"."` for `src` itself) to `dst_name` in `dst`, whose parent group
+/// must exist.
+pub(crate) fn copy_object(src: &hdf5::Location, src_name: &str, dst: &hdf5::File, dst_name: &str) -> hdf5::Result<()> {
+    let cstr = |n: &str| std::ffi::CString::new(n).map_err(|e| hdf5::Error::from(e.to_string()));
+    let (from, to) = (cstr(src_name)?, cstr(dst_name)?);
     let p = hdf5_sys::h5p::H5P_DEFAULT;
     // SAFETY: valid ids and NUL-terminated names that outlive the call.
-    let r = hdf5::sync::sync(|| unsafe { hdf5_sys::h5o::H5Ocopy(object.id(), c".".as_ptr(), dst.id(), c.as_ptr(), p, p) });
-    check(r as i64, "H5Ocopy")
-}
-
-/// Copies the object `name` (a group and everything under it) of `src`
-/// to the same path in `dst`, whose parent group must exist.
-pub(crate) fn copy_object(src: &hdf5::File, dst: &hdf5::File, name: &str) -> hdf5::Result<()> {
-    let c = std::ffi::CString::new(name).map_err(|e| hdf5::Error::from(e.to_string()))?;
-    let p = hdf5_sys::h5p::H5P_DEFAULT;
-    // SAFETY: valid file ids and a NUL-terminated name that outlives the call.
-    let r = hdf5::sync::sync(|| unsafe { hdf5_sys::h5o::H5Ocopy(src.id(), c.as_ptr(), dst.id(), c.as_ptr(), p, p) });
+    let r = hdf5::sync::sync(|| unsafe { hdf5_sys::h5o::H5Ocopy(src.id(), from.as_ptr(), dst.id(), to.as_ptr(), p, p) });
     check(r as i64, "H5Ocopy")
 }
