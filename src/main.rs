@@ -213,21 +213,37 @@ fn with_petsc(
 /// Options PETSc reads only when it finalises.
 const READ_AT_FINALIZE: [&str; 5] = ["options_left", "malloc_dump", "malloc_view", "memory_view", "objects_dump"];
 
-/// Names once the PETSc options given after `--` that no solver of the run
-/// read: misspelt, or meant for a solver (or prefix) the run never called.
+/// Names once the PETSc options given after `--` or in the environment's
+/// `PETSC_OPTIONS` that no solver of the run read: misspelt, or meant for
+/// a solver (or prefix) the run never called. Options files (`.petscrc`)
+/// are left out: they may hold options for other programs.
 fn warn_unused_options(args: &[String]) {
     let Ok(left) = petsc::options::unused() else { return };
-    let given = args.iter().filter_map(|a| a.strip_prefix('-')).map(|a| a.trim_start_matches('-')).filter(|a| a.starts_with(|c: char| c.is_ascii_alphabetic()));
-    let mut missed: Vec<String> = Vec::new();
-    // Each name once, in the order given (an option may be repeated anywhere).
-    for a in given.filter(|a| !a.starts_with("log_") && !READ_AT_FINALIZE.contains(a) && left.iter().any(|l| l.eq_ignore_ascii_case(a))) {
-        let name = format!("-{a}");
-        if !missed.contains(&name) {
-            missed.push(name);
+    let env = std::env::var("PETSC_OPTIONS").unwrap_or_default();
+    let env: Vec<String> = env.split_whitespace().map(String::from).collect();
+    let names = |words: &[String]| -> Vec<String> {
+        let given = words.iter().filter_map(|a| a.strip_prefix('-')).map(|a| a.trim_start_matches('-')).filter(|a| a.starts_with(|c: char| c.is_ascii_alphabetic()));
+        let mut missed: Vec<String> = Vec::new();
+        // Each name once, in the order given (an option may be repeated anywhere).
+        for a in given.filter(|a| !a.starts_with("log_") && !READ_AT_FINALIZE.contains(a) && left.iter().any(|l| l.eq_ignore_ascii_case(a))) {
+            let name = format!("-{a}");
+            if !missed.contains(&name) {
+                missed.push(name);
+            }
         }
+        missed
+    };
+    let (after, from_env) = (names(args), names(&env));
+    let from_env: Vec<String> = from_env.into_iter().filter(|n| !after.contains(n)).collect();
+    let mut parts = Vec::new();
+    if !after.is_empty() {
+        parts.push(after.join(" "));
     }
-    if !missed.is_empty() {
-        log::warn!("PETSc options not used by this run: {} (misspelt, or for a solver or prefix the run did not call)", missed.join(" "));
+    if !from_env.is_empty() {
+        parts.push(format!("{} (from PETSC_OPTIONS)", from_env.join(" ")));
+    }
+    if !parts.is_empty() {
+        log::warn!("PETSc options not used by this run: {} (misspelt, or for a solver or prefix the run did not call)", parts.join(", "));
     }
 }
 

@@ -148,3 +148,31 @@ fn petsc_options_no_solver_read_are_named_once() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(lines_with(&stderr, unused).is_empty(), "the DEM reads both: {stderr}");
 }
+
+/// Options from the environment's PETSC_OPTIONS are checked too, and
+/// named as coming from there; one also given after `--` is named once.
+#[test]
+fn petsc_options_from_the_environment_no_solver_read_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let unused = "PETSc options not used by this run";
+    let run_env = |solver: &str, env: &str, after: &[&str]| {
+        let out = dir.path().join("out");
+        let cfg = dir.path().join("scene.toml");
+        std::fs::write(&cfg, scene(solver, "").replace("OUTDIR", &out.display().to_string())).unwrap();
+        let args = [&["run", cfg.to_str().unwrap(), "--overwrite", "--"][..], after].concat();
+        let o = common::mpirun_cmd(2, &common::stiffgrain(), &args).env("PETSC_OPTIONS", env).output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (code, stderr) = run_env("cd", "-snes_max_it 40 -cd_snes_typo vinewtonssls", &["-ksp_rtol", "1e-3"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let hits = lines_with(&stderr, unused);
+    assert_eq!(hits.len(), 1, "one line on two ranks: {stderr}");
+    assert!(hits[0].contains("-ksp_rtol, -snes_max_it -cd_snes_typo (from PETSC_OPTIONS)"), "{}", hits[0]);
+    let (code, stderr) = run_env("cd", "-ksp_rtol 1e-3", &["-ksp_rtol", "1e-3"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let hits = lines_with(&stderr, unused);
+    assert!(hits.len() == 1 && hits[0].matches("-ksp_rtol").count() == 1 && !hits[0].contains("PETSC_OPTIONS"), "{stderr}");
+    let (code, stderr) = run_env("dem", "-snes_max_it 40 -ksp_rtol 1e-8", &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(lines_with(&stderr, unused).is_empty(), "the DEM reads both: {stderr}");
+}
