@@ -639,7 +639,7 @@ pub(super) fn solve(prob: &Problem, d: &crate::scene::DemSettings, full_steps: b
                 log::debug!("dem: SNES stopped: {}", r.name);
             }
             // `fixed`: the iterations taken are the step (with one, a linearly implicit one).
-            r.converged() || (fixed && snes.stopped_at_max_iterations()?)
+            r.converged() || (fixed && r.code == crate::petsc::snes::DIVERGED_MAX_IT)
         }
         Err(e) => {
             log::debug!("dem: SNES failed: {e}");

@@ -34,6 +34,10 @@ struct Callbacks<'a> {
 /// beyond it is no bound for the VI methods.
 pub const INFINITY: f64 = f64::MAX / 4.0;
 
+/// [`ConvergedReason::code`] of a solve stopped at its iteration limit
+/// (`SNES_DIVERGED_MAX_IT`).
+pub const DIVERGED_MAX_IT: i32 = ffi::SNESConvergedReason::SNES_DIVERGED_MAX_IT as i32;
+
 /// Most residual norms kept by the convergence history.
 const HISTORY_LEN: usize = 10_000;
 
@@ -444,12 +448,6 @@ impl<'a> Snes<'a> {
             check(ffi::SNESGetConvergedReasonString(self.raw, &mut name))?;
         }
         Ok(ConvergedReason { code, name: static_str(name) })
-    }
-
-    /// Whether the last solve stopped at its iteration limit
-    /// (`SNES_DIVERGED_MAX_IT`).
-    pub fn stopped_at_max_iterations(&self) -> Result<bool> {
-        Ok(self.converged_reason()?.code == ffi::SNESConvergedReason::SNES_DIVERGED_MAX_IT as i32)
     }
 
     /// Newton iterations of the last solve.
