@@ -221,20 +221,8 @@ fn warn_unused_options(args: &[String]) {
     let Ok(left) = petsc::options::unused() else { return };
     let env = std::env::var("PETSC_OPTIONS").unwrap_or_default();
     let env: Vec<String> = env.split_whitespace().map(String::from).collect();
-    let names = |words: &[String]| -> Vec<String> {
-        let given = words.iter().filter_map(|a| a.strip_prefix('-')).map(|a| a.trim_start_matches('-')).filter(|a| a.starts_with(|c: char| c.is_ascii_alphabetic()));
-        let mut missed: Vec<String> = Vec::new();
-        // Each name once, in the order given (an option may be repeated anywhere).
-        for a in given.filter(|a| !a.starts_with("log_") && !READ_AT_FINALIZE.contains(a) && left.iter().any(|l| l.eq_ignore_ascii_case(a))) {
-            let name = format!("-{a}");
-            if !missed.contains(&name) {
-                missed.push(name);
-            }
-        }
-        missed
-    };
-    let (after, from_env) = (names(args), names(&env));
-    let from_env: Vec<String> = from_env.into_iter().filter(|n| !after.contains(n)).collect();
+    let after = unused_names(args, &left);
+    let from_env: Vec<String> = unused_names(&env, &left).into_iter().filter(|n| !after.contains(n)).collect();
     let mut parts = Vec::new();
     if !after.is_empty() {
         parts.push(after.join(" "));
@@ -245,6 +233,20 @@ fn warn_unused_options(args: &[String]) {
     if !parts.is_empty() {
         log::warn!("PETSc options not used by this run: {} (misspelt, or for a solver or prefix the run did not call)", parts.join(", "));
     }
+}
+
+/// The option names among `words` that PETSc lists as unused (`left`),
+/// each once, in the order given (an option may be repeated anywhere).
+fn unused_names(words: &[String], left: &[String]) -> Vec<String> {
+    let given = words.iter().filter_map(|a| a.strip_prefix('-')).map(|a| a.trim_start_matches('-')).filter(|a| a.starts_with(|c: char| c.is_ascii_alphabetic()));
+    let mut missed: Vec<String> = Vec::new();
+    for a in given.filter(|a| !a.starts_with("log_") && !READ_AT_FINALIZE.contains(a) && left.iter().any(|l| l.eq_ignore_ascii_case(a))) {
+        let name = format!("-{a}");
+        if !missed.contains(&name) {
+            missed.push(name);
+        }
+    }
+    missed
 }
 
 /// Rank 0 reads the file and applies overrides; every rank validates the same
