@@ -55,7 +55,7 @@ pub use super::series::SeriesRow;
 use super::redistribute::{redistribute_sorted, FlatRecords};
 use super::table::{ColumnData, ContactTable};
 use super::frame_view::{self, WallQuad, WALL_ID_BASE};
-use super::xdmf::{write_xdmf, ColumnInfo, FrameInfo};
+use super::xdmf::{ColumnInfo, FrameInfo, XdmfIndex};
 use super::{agree, H5Context, IoError};
 use crate::body::{Bodies, Shape};
 use crate::scene::Scene;
@@ -89,7 +89,9 @@ pub struct FrameWriter {
     xdmf_path: PathBuf,
     shapes: Vec<Shape>,
     has_meshes: bool,
-    frames: Vec<FrameInfo>,
+    /// The frames written so far, as frames.xdmf lists them (kept by rank
+    /// 0, which writes the file; empty elsewhere).
+    index: XdmfIndex,
     /// The scene's walls (positions at t = 0, motions, `until`), or as the
     /// World last moved them ([`FrameWriter::set_walls`]).
     walls: Vec<crate::scene::Wall>,
@@ -116,7 +118,7 @@ impl FrameWriter {
             .create(&path)
             .ctx(&path, "creating the file (MPI-IO)");
         let file = agree(&comm, file)?;
-        let w = Self::new(comm, path, xdmf_path, scene, Vec::new());
+        let w = Self::new(comm, path, xdmf_path, scene);
         let r = w.write_header(&file, scene);
         agree(&w.comm, r)?;
         w.close_file(file)?;
@@ -125,14 +127,16 @@ impl FrameWriter {
         Ok(w)
     }
 
-    fn new(comm: SimpleCommunicator, path: PathBuf, xdmf_path: PathBuf, scene: &Scene, frames: Vec<FrameInfo>) -> Self {
+    fn new(comm: SimpleCommunicator, path: PathBuf, xdmf_path: PathBuf, scene: &Scene) -> Self {
+        let has_meshes = scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_)));
+        let h5_name = path.file_name().and_then(|s| s.to_str()).unwrap_or("frames.h5");
         FrameWriter {
             comm,
+            index: XdmfIndex::new(h5_name, has_meshes),
             path,
             xdmf_path,
             shapes: scene.shapes.clone(),
-            has_meshes: scene.shapes.iter().any(|s| matches!(s, Shape::Mesh(_))),
-            frames,
+            has_meshes,
             walls: scene.walls.clone(),
             periodic: scene.periodic.clone(),
         }
@@ -197,7 +201,7 @@ impl FrameWriter {
     /// Collective: opens an intact file, drops the frames past `after_step`
     /// and lists the others.
     fn reopen(comm: SimpleCommunicator, dir: &Path, scene: &Scene, after_step: u64) -> Result<FrameWriter, IoError> {
-        let mut w = Self::new(comm, dir.join("frames.h5"), dir.join("frames.xdmf"), scene, Vec::new());
+        let mut w = Self::new(comm, dir.join("frames.h5"), dir.join("frames.xdmf"), scene);
         let file = w.open_file("reopening the file to continue it (MPI-IO)")?;
         let path = &w.path;
         let r = (|| -> Result<Vec<FrameInfo>, IoError> {
@@ -217,7 +221,10 @@ impl FrameWriter {
             }
             Ok(frames)
         })();
-        w.frames = agree(&w.comm, r)?;
+        let frames = agree(&w.comm, r)?;
+        if w.comm.rank() == 0 {
+            frames.iter().for_each(|f| w.index.push(f));
+        }
         // Rows past the checkpoint are written again by the resumed run.
         let r = truncate_series(&file, after_step, &w.walls, w.comm.rank() == 0).ctx(&w.path, "cutting /series back to the checkpoint");
         agree(&w.comm, r)?;
@@ -407,19 +414,21 @@ impl FrameWriter {
             st.ok(scalar_attr(&g, "complete", &1u8))?;
         }
         self.close_file(file)?;
-        let (table, _, n_contacts) = &c;
-        self.frames.push(FrameInfo {
-            group: format!("/frames/{}", frame_name(step)),
-            time,
-            n_bodies: b.total,
-            n_mesh_vertices: v_tot,
-            n_mesh_triangles: t_tot,
-            n_contacts: *n_contacts,
-            contact_columns: table.columns.iter().map(ColumnInfo::of).collect(),
-            lines: true,
-            body_extras: true,
-            n_walls: Some(walls.len() as u64),
-        });
+        if self.comm.rank() == 0 {
+            let (table, _, n_contacts) = &c;
+            self.index.push(&FrameInfo {
+                group: format!("/frames/{}", frame_name(step)),
+                time,
+                n_bodies: b.total,
+                n_mesh_vertices: v_tot,
+                n_mesh_triangles: t_tot,
+                n_contacts: *n_contacts,
+                contact_columns: table.columns.iter().map(ColumnInfo::of).collect(),
+                lines: true,
+                body_extras: true,
+                n_walls: Some(walls.len() as u64),
+            });
+        }
         let r = self.update_xdmf();
         agree(&self.comm, r)
     }
@@ -570,8 +579,7 @@ impl FrameWriter {
         if self.comm.rank() != 0 {
             return Ok(());
         }
-        let h5_name = self.path.file_name().and_then(|s| s.to_str()).unwrap_or("frames.h5");
-        write_xdmf(&self.xdmf_path, h5_name, &self.frames, self.has_meshes)
+        self.index.write(&self.xdmf_path)
     }
 
     /// Collective: ends the output; rank 0 syncs the file and the index to

@@ -99,111 +99,151 @@ fn grid_open(out: &mut String, kind: &str, f: &FrameInfo) {
     let _ = writeln!(out, "        <Time Value=\"{:e}\"/>", f.time);
 }
 
-/// The XDMF text for `frames` stored in the HDF5 file `h5_name` (a path
-/// relative to the XDMF file).
-pub fn xdmf_text(h5_name: &str, frames: &[FrameInfo], has_meshes: bool) -> String {
-    let h5 = xml_escape(h5_name);
-    let mut out = String::new();
-    out.push_str("<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n  <Domain>\n");
-    out.push_str("    <Grid Name=\"bodies\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
-    for f in frames {
+/// The XDMF index built up frame by frame: a frame's grids are formatted
+/// once, when it is added, so rewriting the index after each frame copies
+/// text instead of formatting every earlier frame again (which made the
+/// index, not the frames, most of a long run's output time).
+#[derive(Clone, Debug)]
+pub struct XdmfIndex {
+    /// The HDF5 file's name as the DataItems cite it (XML-escaped).
+    h5: String,
+    has_meshes: bool,
+    /// The grids of each temporal collection, in frame order.
+    bodies: String,
+    meshes: String,
+    contacts: String,
+    walls: String,
+}
+
+impl XdmfIndex {
+    /// An index of no frames for the HDF5 file `h5_name` (a path relative
+    /// to the XDMF file); `has_meshes`: the scene has mesh shapes.
+    pub fn new(h5_name: &str, has_meshes: bool) -> Self {
+        Self { h5: xml_escape(h5_name), has_meshes, bodies: String::new(), meshes: String::new(), contacts: String::new(), walls: String::new() }
+    }
+
+    /// Adds frame `f`'s grids to the collections.
+    pub fn push(&mut self, f: &FrameInfo) {
+        let h5 = &self.h5;
+        let out = &mut self.bodies;
         let n = f.n_bodies;
         let b = format!("{}/bodies", f.group);
-        let _ = writeln!(out, "      <Grid Name=\"bodies{}\" GridType=\"Uniform\">", f.group.replace('/', "_"));
-        let _ = writeln!(out, "        <Time Value=\"{:e}\"/>", f.time);
+        grid_open(out, "bodies", f);
         let _ = writeln!(out, "        <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"{n}\" NodesPerElement=\"1\"/>");
         let _ = writeln!(out, "        <Geometry GeometryType=\"XYZ\">");
-        item(&mut out, &format!("{n} 3"), "Float", 8, &h5, &format!("{b}/position"));
+        item(out, &format!("{n} 3"), "Float", 8, h5, &format!("{b}/position"));
         let _ = writeln!(out, "        </Geometry>");
-        attribute(&mut out, "id", "Scalar", &n.to_string(), "Int", 8, &h5, &format!("{b}/id"));
-        attribute(&mut out, "radius", "Scalar", &n.to_string(), "Float", 8, &h5, &format!("{b}/radius"));
-        attribute(&mut out, "velocity", "Vector", &format!("{n} 3"), "Float", 8, &h5, &format!("{b}/velocity"));
-        attribute(&mut out, "angular_velocity", "Vector", &format!("{n} 3"), "Float", 8, &h5, &format!("{b}/angular_velocity"));
-        attribute(&mut out, "orientation", "Matrix", &format!("{n} 4"), "Float", 8, &h5, &format!("{b}/orientation"));
-        attribute(&mut out, "shape", "Scalar", &n.to_string(), "UInt", 4, &h5, &format!("{b}/shape"));
+        attribute(out, "id", "Scalar", &n.to_string(), "Int", 8, h5, &format!("{b}/id"));
+        attribute(out, "radius", "Scalar", &n.to_string(), "Float", 8, h5, &format!("{b}/radius"));
+        attribute(out, "velocity", "Vector", &format!("{n} 3"), "Float", 8, h5, &format!("{b}/velocity"));
+        attribute(out, "angular_velocity", "Vector", &format!("{n} 3"), "Float", 8, h5, &format!("{b}/angular_velocity"));
+        attribute(out, "orientation", "Matrix", &format!("{n} 4"), "Float", 8, h5, &format!("{b}/orientation"));
+        attribute(out, "shape", "Scalar", &n.to_string(), "UInt", 4, h5, &format!("{b}/shape"));
         if f.body_extras {
-            attribute(&mut out, "contact_force", "Vector", &format!("{n} 3"), "Float", 8, &h5, &format!("{b}/contact_force"));
+            attribute(out, "contact_force", "Vector", &format!("{n} 3"), "Float", 8, h5, &format!("{b}/contact_force"));
         }
         let _ = writeln!(out, "      </Grid>");
-    }
-    out.push_str("    </Grid>\n");
-    if has_meshes {
-        out.push_str("    <Grid Name=\"meshes\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
-        for f in frames {
+        if self.has_meshes {
+            let out = &mut self.meshes;
             let (nv, nt) = (f.n_mesh_vertices, f.n_mesh_triangles);
-            let b = format!("{}/bodies", f.group);
-            let _ = writeln!(out, "      <Grid Name=\"meshes{}\" GridType=\"Uniform\">", f.group.replace('/', "_"));
-            let _ = writeln!(out, "        <Time Value=\"{:e}\"/>", f.time);
+            grid_open(out, "meshes", f);
             let _ = writeln!(out, "        <Topology TopologyType=\"Triangle\" NumberOfElements=\"{nt}\">");
-            item(&mut out, &format!("{nt} 3"), "Int", 8, &h5, &format!("{b}/mesh_triangles"));
+            item(out, &format!("{nt} 3"), "Int", 8, h5, &format!("{b}/mesh_triangles"));
             let _ = writeln!(out, "        </Topology>");
             let _ = writeln!(out, "        <Geometry GeometryType=\"XYZ\">");
-            item(&mut out, &format!("{nv} 3"), "Float", 8, &h5, &format!("{b}/mesh_vertices"));
+            item(out, &format!("{nv} 3"), "Float", 8, h5, &format!("{b}/mesh_vertices"));
             let _ = writeln!(out, "        </Geometry>");
-            attribute(&mut out, "body", "Scalar", &nv.to_string(), "Int", 8, &h5, &format!("{b}/mesh_body"));
+            attribute(out, "body", "Scalar", &nv.to_string(), "Int", 8, h5, &format!("{b}/mesh_body"));
             if f.body_extras {
-                attribute(&mut out, "velocity", "Vector", &format!("{nv} 3"), "Float", 8, &h5, &format!("{b}/mesh_velocity"));
+                attribute(out, "velocity", "Vector", &format!("{nv} 3"), "Float", 8, h5, &format!("{b}/mesh_velocity"));
                 let p = format!("{b}/mesh_contact_force");
-                attribute(&mut out, "contact_force", "Vector", &format!("{nv} 3"), "Float", 8, &h5, &p);
+                attribute(out, "contact_force", "Vector", &format!("{nv} 3"), "Float", 8, h5, &p);
             }
             let _ = writeln!(out, "      </Grid>");
         }
-        out.push_str("    </Grid>\n");
-    }
-    if frames.iter().any(|f| f.lines) {
-        out.push_str("    <Grid Name=\"contacts\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
-        for f in frames.iter().filter(|f| f.lines) {
+        if f.lines {
+            let out = &mut self.contacts;
             let n = f.n_contacts;
             let c = format!("{}/contacts", f.group);
-            grid_open(&mut out, "contacts", f);
+            grid_open(out, "contacts", f);
             let _ = writeln!(out, "        <Topology TopologyType=\"Polyline\" NumberOfElements=\"{n}\" NodesPerElement=\"2\">");
-            item(&mut out, &format!("{n} 2"), "Int", 8, &h5, &format!("{c}/line_cells"));
+            item(out, &format!("{n} 2"), "Int", 8, h5, &format!("{c}/line_cells"));
             let _ = writeln!(out, "        </Topology>");
             let _ = writeln!(out, "        <Geometry GeometryType=\"XYZ\">");
-            item(&mut out, &format!("{} 3", 2 * n), "Float", 8, &h5, &format!("{c}/line_points"));
+            item(out, &format!("{} 3", 2 * n), "Float", 8, h5, &format!("{c}/line_points"));
             let _ = writeln!(out, "        </Geometry>");
             for col in f.contact_columns.iter().filter(|c| c.name != "point") {
                 let (kind, dims) = shape_of(n, col.width);
                 let path = format!("{c}/{}", col.name);
-                attribute_at(&mut out, "Cell", &xml_escape(&col.name), kind, &dims, col.num, col.prec, &h5, &path);
+                attribute_at(out, "Cell", &xml_escape(&col.name), kind, &dims, col.num, col.prec, h5, &path);
             }
             let _ = writeln!(out, "      </Grid>");
         }
-        out.push_str("    </Grid>\n");
-    }
-    if frames.iter().any(|f| f.n_walls.is_some()) {
-        out.push_str("    <Grid Name=\"walls\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
-        for f in frames {
-            let Some(n) = f.n_walls else { continue };
+        if let Some(n) = f.n_walls {
+            let out = &mut self.walls;
             let w = format!("{}/walls", f.group);
-            grid_open(&mut out, "walls", f);
+            grid_open(out, "walls", f);
             let _ = writeln!(out, "        <Topology TopologyType=\"Quadrilateral\" NumberOfElements=\"{n}\">");
-            item(&mut out, &format!("{n} 4"), "Int", 8, &h5, &format!("{w}/quads"));
+            item(out, &format!("{n} 4"), "Int", 8, h5, &format!("{w}/quads"));
             let _ = writeln!(out, "        </Topology>");
             let _ = writeln!(out, "        <Geometry GeometryType=\"XYZ\">");
-            item(&mut out, &format!("{} 3", 4 * n), "Float", 8, &h5, &format!("{w}/vertices"));
+            item(out, &format!("{} 3", 4 * n), "Float", 8, h5, &format!("{w}/vertices"));
             let _ = writeln!(out, "        </Geometry>");
-            attribute_at(&mut out, "Cell", "index", "Scalar", &n.to_string(), "Int", 8, &h5, &format!("{w}/index"));
+            attribute_at(out, "Cell", "index", "Scalar", &n.to_string(), "Int", 8, h5, &format!("{w}/index"));
             let _ = writeln!(out, "      </Grid>");
         }
-        out.push_str("    </Grid>\n");
     }
-    out.push_str("  </Domain>\n</Xdmf>\n");
-    out
+
+    /// The XDMF text: `bodies` always, `meshes` when the scene has meshes,
+    /// `contacts` and `walls` once a frame has them.
+    pub fn text(&self) -> String {
+        let mut out = Vec::new();
+        self.write_to(&mut out).expect("writing to memory");
+        String::from_utf8(out).expect("the index is UTF-8")
+    }
+
+    fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        out.write_all(b"<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n  <Domain>\n")?;
+        for (name, grids, shown) in [
+            ("bodies", &self.bodies, true),
+            ("meshes", &self.meshes, self.has_meshes),
+            ("contacts", &self.contacts, !self.contacts.is_empty()),
+            ("walls", &self.walls, !self.walls.is_empty()),
+        ] {
+            if shown {
+                writeln!(out, "    <Grid Name=\"{name}\" GridType=\"Collection\" CollectionType=\"Temporal\">")?;
+                out.write_all(grids.as_bytes())?;
+                out.write_all(b"    </Grid>\n")?;
+            }
+        }
+        out.write_all(b"  </Domain>\n</Xdmf>\n")
+    }
+
+    /// Writes the index to `path` atomically (`path.tmp`, then rename).
+    pub fn write(&self, path: &Path) -> Result<(), IoError> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = std::path::PathBuf::from(tmp);
+        let written = std::fs::File::create(&tmp).and_then(|f| {
+            let mut f = std::io::BufWriter::with_capacity(1 << 16, f);
+            self.write_to(&mut f)?;
+            f.into_inner().map_err(|e| e.into_error()).map(drop)
+        });
+        if let Err(e) = written {
+            // A half-written index on a full disk only takes space from the run.
+            let _ = std::fs::remove_file(&tmp);
+            return Err(IoError::fs(&tmp, "write the XDMF index", e));
+        }
+        std::fs::rename(&tmp, path).map_err(|e| IoError::fs(path, "rename the XDMF index into place", e))
+    }
 }
 
-/// Writes the index to `path` atomically (`path.tmp`, then rename).
-pub fn write_xdmf(path: &Path, h5_name: &str, frames: &[FrameInfo], has_meshes: bool) -> Result<(), IoError> {
-    let text = xdmf_text(h5_name, frames, has_meshes);
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    if let Err(e) = std::fs::write(&tmp, text) {
-        // A half-written index on a full disk only takes space from the run.
-        let _ = std::fs::remove_file(&tmp);
-        return Err(IoError::fs(&tmp, "write the XDMF index", e));
-    }
-    std::fs::rename(&tmp, path).map_err(|e| IoError::fs(path, "rename the XDMF index into place", e))
+/// The XDMF text for `frames` stored in the HDF5 file `h5_name` (a path
+/// relative to the XDMF file).
+pub fn xdmf_text(h5_name: &str, frames: &[FrameInfo], has_meshes: bool) -> String {
+    let mut index = XdmfIndex::new(h5_name, has_meshes);
+    frames.iter().for_each(|f| index.push(f));
+    index.text()
 }
 
 fn xml_escape(s: &str) -> String {
