@@ -101,8 +101,8 @@ fn grid_open(out: &mut String, kind: &str, f: &FrameInfo) {
 
 /// The XDMF index built up frame by frame: a frame's grids are formatted
 /// once, when it is added, so rewriting the index after each frame copies
-/// text instead of formatting every earlier frame again (which made the
-/// index, not the frames, most of a long run's output time).
+/// text instead of formatting every earlier frame again (a cost that grew
+/// with the square of the frame count).
 #[derive(Clone, Debug)]
 pub struct XdmfIndex {
     /// The HDF5 file's name as the DataItems cite it (XML-escaped).
@@ -194,14 +194,16 @@ impl XdmfIndex {
         }
     }
 
-    /// The XDMF text: `bodies` always, `meshes` when the scene has meshes,
-    /// `contacts` and `walls` once a frame has them.
-    pub fn text(&self) -> String {
+    /// The XDMF text (what [`Self::write`] writes).
+    #[cfg(test)]
+    fn text(&self) -> String {
         let mut out = Vec::new();
         self.write_to(&mut out).expect("writing to memory");
         String::from_utf8(out).expect("the index is UTF-8")
     }
 
+    /// `bodies` always, `meshes` when the scene has meshes, `contacts` and
+    /// `walls` once a frame has them.
     fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
         out.write_all(b"<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n  <Domain>\n")?;
         for (name, grids, shown) in [
@@ -238,14 +240,6 @@ impl XdmfIndex {
     }
 }
 
-/// The XDMF text for `frames` stored in the HDF5 file `h5_name` (a path
-/// relative to the XDMF file).
-pub fn xdmf_text(h5_name: &str, frames: &[FrameInfo], has_meshes: bool) -> String {
-    let mut index = XdmfIndex::new(h5_name, has_meshes);
-    frames.iter().for_each(|f| index.push(f));
-    index.text()
-}
-
 fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
@@ -253,6 +247,13 @@ fn xml_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The index of `frames` stored in the HDF5 file `h5_name`.
+    fn xdmf_text(h5_name: &str, frames: &[FrameInfo], has_meshes: bool) -> String {
+        let mut index = XdmfIndex::new(h5_name, has_meshes);
+        frames.iter().for_each(|f| index.push(f));
+        index.text()
+    }
 
     #[test]
     fn one_grid_per_frame_and_balanced_tags() {
