@@ -124,11 +124,13 @@ fn a_term_to_mpirun_inside_a_long_step_ends_in_a_checkpoint() {
         std::fs::write(&cfg, touching(solver).with(slow).toml_into(&out)).unwrap();
         let mut args = vec!["run", cfg.to_str().unwrap()];
         args.extend_from_slice(petsc);
-        // OpenMPI kills the ranks odls_base_sigkill_timeout (1 s) after
-        // forwarding TERM; 10 s keeps a loaded test machine from losing the
-        // race (README: how to set it on a cluster).
+        // mpirun (OpenMPI 4) sends the ranks SIGCONT, TERM
+        // odls_base_sigkill_timeout (default 1 s) later, and KILL as long
+        // after that, sleeping out both: 4 s gives a loaded test machine
+        // time to write the checkpoint, and a case ends about 7 s after its
+        // TERM (with 10 s it was 20 s, most of this test's time).
         let mut child = common::mpirun_cmd(np, &common::stiffgrain(), &args)
-            .env("OMPI_MCA_odls_base_sigkill_timeout", "10")
+            .env("OMPI_MCA_odls_base_sigkill_timeout", "4")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
