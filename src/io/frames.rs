@@ -88,9 +88,9 @@ pub struct FrameWriter {
     path: PathBuf,
     xdmf_path: PathBuf,
     shapes: Vec<Shape>,
-    has_meshes: bool,
     /// The frames written so far, as frames.xdmf lists them (kept by rank
-    /// 0, which writes the file; empty elsewhere).
+    /// 0, which writes the file; empty elsewhere, where it still says
+    /// whether the frames hold mesh surfaces).
     index: XdmfIndex,
     /// The scene's walls (positions at t = 0, motions, `until`), or as the
     /// World last moved them ([`FrameWriter::set_walls`]).
@@ -136,7 +136,6 @@ impl FrameWriter {
             path,
             xdmf_path,
             shapes: scene.shapes.clone(),
-            has_meshes,
             walls: scene.walls.clone(),
             periodic: scene.periodic.clone(),
         }
@@ -510,7 +509,7 @@ impl FrameWriter {
         st.ok(put_unit(&bg, "angular_velocity", tot, 3, off, &fcols(10, 3)))?;
         let radius: Vec<f64> = col(1).iter().map(|&s| self.shapes[s as usize].bounding_radius()).collect();
         st.ok(put_unit(&bg, "radius", tot, 1, off, &radius))?;
-        if self.has_meshes {
+        if self.index.has_meshes() {
             let (v_off, v_tot, t_off, t_tot) = moff;
             st.ok(put_unit(&bg, "mesh_vertices", v_tot, 3, v_off, mesh.0))?;
             st.ok(put_unit(&bg, "mesh_triangles", t_tot, 3, t_off, mesh.1))?;

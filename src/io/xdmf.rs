@@ -122,6 +122,11 @@ impl XdmfIndex {
         Self { h5: xml_escape(h5_name), has_meshes, bodies: String::new(), meshes: String::new(), contacts: String::new(), walls: String::new() }
     }
 
+    /// Whether the scene has mesh shapes (the frames hold their surfaces).
+    pub fn has_meshes(&self) -> bool {
+        self.has_meshes
+    }
+
     /// Adds frame `f`'s grids to the collections.
     pub fn push(&mut self, f: &FrameInfo) {
         let h5 = &self.h5;
