@@ -33,9 +33,9 @@ pub fn example(name: &str) -> PathBuf {
 
 /// `mpirun -np N EXE ARGS...` with the settings that work as root, with more
 /// ranks than cores, and inside containers. Waiting ranks yield their core:
-/// a plain `cargo test` runs two tests at once (scripts/test runs one at a
-/// time), and ranks polling in MPI calls would take the cores from the ranks
-/// with work (`cargo test --test polyhedra` took 1.8× as long on 2 cores).
+/// `cargo test` and scripts/test run two tests at once, and ranks polling in
+/// MPI calls would take the cores from the ranks with work (`cargo test
+/// --test polyhedra` took 1.8× as long on 2 cores).
 pub fn mpirun_cmd(np: usize, exe: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(std::env::var("MPIRUN").unwrap_or_else(|_| "mpirun".into()));
     c.args(["-np", &np.to_string(), "--oversubscribe", "--bind-to", "none"])
