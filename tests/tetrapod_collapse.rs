@@ -198,14 +198,21 @@ fn tall_tetrapod_pack_collapses_on_two_ranks_without_overlap_or_energy_gain() {
     let mut released: f64 = 0.0;
     let mut worst_gain = f64::NEG_INFINITY;
     let mut kin_max: f64 = 0.0;
-    for f in &fr {
+    // The exact distances are most of the checks' time (about 20 s one frame
+    // after another here): the frames share out over the cores.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = fr.len().div_ceil(threads);
+    let clearances: Vec<(f64, (usize, usize), f64)> = std::thread::scope(|sc| {
+        let parts: Vec<_> = fr.chunks(chunk).map(|part| sc.spawn(|| part.iter().map(|f| clearance(f, &mesh, 0.01)).collect::<Vec<_>>())).collect();
+        parts.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    for (f, &(gap, pair, lowest)) in fr.iter().zip(&clearances) {
         // Frame 0 is the raw detection, before the DEM's first step drops
         // the closed mesh pairs (projections through an arm, no contacts;
         // the exact distances below show no overlap).
         for &(b, g, _) in f.contacts.iter().filter(|_| f.t > 0.0) {
             assert!(g > 0.0, "t = {}: a listed contact with gap {g:e} (body_b {})", f.t, if b >= WALL { format!("wall {}", b - WALL) } else { b.to_string() });
         }
-        let (gap, pair, lowest) = clearance(f, &mesh, 0.01);
         let (k, p, e) = energy(f, m, &inertia, &law, d.eps_t);
         let h = k + p + e;
         eprintln!(
