@@ -163,9 +163,8 @@ impl Cluster {
         let t0 = Instant::now();
         loop {
             let (state, reason, restarts) = self.job(id);
-            match state.as_str() {
-                "COMPLETED" | "CANCELLED" | "FAILED" | "TIMEOUT" | "NODE_FAIL" | "OUT_OF_MEMORY" => return (state, restarts),
-                _ => {}
+            if ended(&state) {
+                return (state, restarts);
             }
             if t0.elapsed() > limit {
                 let _ = self.cmd("scancel").arg(id).output();
@@ -191,6 +190,11 @@ impl Cluster {
             .collect::<Vec<_>>()
             .join("\n")
     }
+}
+
+/// Whether a job in `state` has left the queue for good.
+fn ended(state: &str) -> bool {
+    matches!(state, "COMPLETED" | "CANCELLED" | "FAILED" | "TIMEOUT" | "NODE_FAIL" | "OUT_OF_MEMORY")
 }
 
 impl Drop for Cluster {
@@ -261,7 +265,7 @@ fn run_sbatch_survives_its_time_limit_bit_for_bit() {
     // before, each with its requeue wait).
     let t0 = Instant::now();
     while !cluster.read(&output).contains("requeueing job") && t0.elapsed() < Duration::from_secs(300) {
-        if matches!(cluster.job(&id).0.as_str(), "COMPLETED" | "CANCELLED" | "FAILED" | "TIMEOUT" | "NODE_FAIL" | "OUT_OF_MEMORY") {
+        if ended(&cluster.job(&id).0) {
             break;
         }
         std::thread::sleep(Duration::from_millis(200));
