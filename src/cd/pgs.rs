@@ -41,6 +41,10 @@
 //! by ω): the 500-sphere pour to rest at tolerance 1e-4 took 117,486 /
 //! 124,932 / 146,346 sweeps at ω = 1.2 / 1.4 / 0.8 against 125,493 at 1
 //! (1.4 left 2 steps short): within what a changed trajectory varies.
+//! Nor visiting the contacts from the top of the pile down along gravity
+//! (so that one sweep carries the weight to the floor): the same pour took
+//! 155,615 sweeps against 125,493 in list order, and at tolerance 1e-6 its
+//! first 0.2 s 574,263 against 560,107.
 use super::anderson::Anderson;
 use super::apgd::{threshold, QpResult};
 use super::friction::{Constraint, Set};
