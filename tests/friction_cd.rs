@@ -391,7 +391,11 @@ fn each_step_reports_its_residual_and_a_step_short_of_its_tolerance_says_so() {
     let expected = (1..=missed).filter(|n| *n <= 10 || n % 100 == 0).count();
     assert!(missed > 10 && warned.len() == expected, "{missed} steps short of the tolerance, {} warning lines:\n{log}", warned.len());
     assert!(warned[9].contains("warned every 100th"), "the 10th warning says what follows: {}", warned[9]);
-    assert!(warned[0].contains("solver.tolerance = 1e-4") && !warned[1].contains("solver.tolerance"), "the first warning, only, points at the tolerance: {}", warned[0]);
+    assert!(
+        warned[0].contains("solver.tolerance = 1e-4") && warned[0].contains("simulation.dt") && !warned[1].contains("solver.tolerance"),
+        "the first warning, only, points at the tolerance and the step: {}",
+        warned[0]
+    );
     let first: f64 = warned[0].split("at residual ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     let step: usize = warned[0].split("step ").nth(1).unwrap().split(':').next().unwrap().parse().unwrap();
     let res = s["solver_residual_per_step"][step - 1].as_f64().unwrap();

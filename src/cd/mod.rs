@@ -401,8 +401,13 @@ impl CdSolver {
                     let method = set.method.resolved(self.friction);
                     let what = if self.friction { format!("{:?} friction, {method:?}", set.friction_law) } else { format!("{method:?}") }.to_lowercase();
                     // Settled frictional packs stall a few times above a
-                    // tight threshold (the CD chapter measures it).
-                    let hint = if self.friction && n == 1 { "; frictional packs often stall just above a tight tolerance: solver.tolerance = 1e-4 ends the steps of settled packs (the guide's CD chapter, friction)" } else { "" };
+                    // tight threshold, and a pour's steps get harder faster
+                    // than Δt grows (the CD chapter measures both).
+                    let hint = if self.friction && n == 1 {
+                        "; frictional packs often stall just above a tight tolerance: solver.tolerance = 1e-4 ends the steps of settled packs, and a shorter simulation.dt makes a pour's steps far easier (the guide's CD chapter, friction)"
+                    } else {
+                        ""
+                    };
                     log::warn!(
                         "step {}: cd ({what}) stopped after {} iterations at residual {:e} (threshold {:e}){hint}{more}",
                         ctx.step,
