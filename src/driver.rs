@@ -175,6 +175,11 @@ struct StepTally {
     earlier_phases: BTreeMap<String, [f64; 3]>,
     /// Earlier starts' solver counters (its summary's integers), by key.
     earlier_solver: BTreeMap<u64, u64>,
+    /// The clock after the last step: [uniform, origin step, origin time,
+    /// Δt] (checkpointed: a restart counts time as the run did).
+    clock: [f64; 4],
+    /// The checkpoint's clock (rank 0's copy).
+    earlier_clock: Option<[f64; 4]>,
 }
 
 /// Checkpoint table of the steps so far: key step, u = [iterations],
@@ -182,7 +187,8 @@ struct StepTally {
 const RUN_STEPS_TABLE: &str = "run_steps";
 /// Checkpoint table of the run's totals so far, key → f = [value, ...]:
 /// 0 wall time, 1 linear iterations, 2 rejected attempts, 3 rebuilds,
-/// 4 rebalances, 5 bodies migrated; a phase at `PHASE_KEY | hash(name)`
+/// 4 rebalances, 5 bodies migrated, 6 the clock's [uniform, origin step,
+/// origin time] and 7 its [Δt, 0, 0]; a phase at `PHASE_KEY | hash(name)`
 /// with f = [min, mean, max]; a counter of the solver's summary (an
 /// integer: night owls, unconverged steps, ...) at `SOLVER_KEY |
 /// hash(name)` with f = [value, 0, 0].
@@ -219,6 +225,8 @@ impl StepTally {
             earlier_counts: [0; 3],
             earlier_phases: BTreeMap::new(),
             earlier_solver: BTreeMap::new(),
+            clock: [f64::NAN; 4],
+            earlier_clock: None,
         }
     }
 
@@ -286,6 +294,9 @@ impl StepTally {
             for (k, v) in scalars.into_iter().enumerate() {
                 totals.push(k as u64, &[], &[v, 0.0, 0.0]);
             }
+            let c = self.clock;
+            totals.push(6, &[], &c[..3]);
+            totals.push(7, &[], &[c[3], 0.0, 0.0]);
             for (name, v) in &phases {
                 totals.push(phase_key(name), &[], v);
             }
@@ -296,6 +307,15 @@ impl StepTally {
             }
         }
         [(RUN_STEPS_TABLE.to_string(), steps), (RUN_TOTALS_TABLE.to_string(), totals)]
+    }
+
+    /// The checkpoint's clock (rank 0's), on every rank. Collective.
+    fn earlier_clock(&self, comm: &Comm) -> Option<[f64; 4]> {
+        let mut c = [f64::NEG_INFINITY; 4];
+        for (x, e) in c.iter_mut().zip(self.earlier_clock.unwrap_or([f64::NEG_INFINITY; 4])) {
+            *x = parallel::max_f64(comm, if e.is_nan() { f64::NEG_INFINITY } else { e });
+        }
+        c.iter().all(|x| x.is_finite()).then_some(c)
     }
 
     /// The earlier starts' solver counters (rank 0's), on every rank.
@@ -335,6 +355,8 @@ impl StepTally {
                 1 => self.linear_iterations = f[0] as u64,
                 2 => self.rejected = f[0] as u64,
                 3..=5 => self.earlier_counts[k as usize - 3] = f[0] as u64,
+                6 => self.earlier_clock.get_or_insert([f64::NAN; 4])[..3].copy_from_slice(&f[..3]),
+                7 => self.earlier_clock.get_or_insert([f64::NAN; 4])[3] = f[0],
                 _ if k & PHASE_KEY == 0 && k & SOLVER_KEY != 0 => {
                     self.earlier_solver.insert(k, f[0] as u64);
                 }
@@ -439,7 +461,9 @@ struct Clock {
 }
 
 impl Clock {
-    fn new(scene: &Scene, restart: Option<(u64, f64)>, adaptive: bool) -> Self {
+    /// `earlier`: the checkpoint's clock ([`StepTally::clock`]), taken
+    /// when the restart keeps its Δt.
+    fn new(scene: &Scene, restart: Option<(u64, f64)>, adaptive: bool, earlier: Option<[f64; 4]>) -> Self {
         let dt = scene.simulation.dt;
         let (first_step, t0) = restart.unwrap_or((0, 0.0));
         let steps = step_count(scene.simulation.t_end, dt);
@@ -450,7 +474,17 @@ impl Clock {
             _ => steps as f64 * dt,
         };
         let origin = if t0.to_bits() == (first_step as f64 * dt).to_bits() { (0, 0.0) } else { (first_step, t0) };
-        Self { dt, first_step, t0, t_final, step: first_step, time: t0, uniform: true, origin, quiet: 0 }
+        // An adaptive run that took a shorter step adds up its time from there.
+        let (uniform, origin) = match earlier {
+            Some([u, step, time, d]) if d.to_bits() == dt.to_bits() => (u != 0.0, (step as u64, time)),
+            _ => (true, origin),
+        };
+        Self { dt, first_step, t0, t_final, step: first_step, time: t0, uniform, origin, quiet: 0 }
+    }
+
+    /// What a checkpoint keeps of the clock ([`StepTally::clock`]).
+    fn snapshot(&self) -> [f64; 4] {
+        [if self.uniform { 1.0 } else { 0.0 }, self.origin.0 as f64, self.origin.1, self.dt]
     }
 
     fn at_end(&self) -> bool {
@@ -485,7 +519,9 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         let earlier = tally.earlier_solver_counters(comm);
         solver.resume_counters(&|name| earlier.get(&solver_key(name)).copied().unwrap_or(0));
     }
-    let mut clock = Clock::new(scene, opts.restart, solver.adaptive());
+    let earlier_clock = if opts.restart.is_some() { tally.earlier_clock(comm) } else { None };
+    let mut clock = Clock::new(scene, opts.restart, solver.adaptive(), earlier_clock);
+    tally.clock = clock.snapshot();
     if opts.restart.is_none() {
         // Frame 0's contacts; before any output is written, so that a
         // refused start leaves none.
@@ -548,6 +584,7 @@ pub fn run(comm: &Comm, scene: &Scene, bodies: Bodies, opts: &RunOptions) -> Res
         }
         tally.add(&report);
         clock.advance(report.dt);
+        tally.clock = clock.snapshot();
         world.control_walls(solver.reported_forces(), clock.time);
         world.control_cell(solver.reported_forces(), clock.time);
         if let Some(v) = scene.simulation.until_static {

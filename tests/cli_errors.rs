@@ -317,6 +317,17 @@ fn unknown_compatibility_method_and_zero_iterations() {
 }
 
 #[test]
+fn step_control_names_its_key() {
+    let control = |keys: &str| format!("{GOOD}\n[solver]\ndt_control = \"iterations\"\n{keys}\n");
+    expect_error(&control("dt_min = 0.002"), &[], "solver.dt_min");
+    expect_error(&control("dt_min = -1e-4"), &[], "solver.dt_min");
+    expect_error(&control("target_iterations = 0"), &[], "solver.target_iterations");
+    expect_error(&format!("{GOOD}\n[solver]\ndt_control = \"adaptive\"\n"), &[], "dt_control");
+    let compat = GOOD.replace("solver = \"cd\"", "solver = \"compatible-cd\"");
+    expect_error(&format!("{compat}\n[solver]\ndt_control = \"iterations\"\n"), &[], "solver.dt_control");
+}
+
+#[test]
 fn anderson_depth_is_bounded() {
     expect_error(&format!("{GOOD}\n[solver]\nanderson = 51\n"), &[], "solver.anderson");
     expect_error(&format!("{GOOD}\n[solver]\nanderson = -1\n"), &[], "solver.anderson");

@@ -401,3 +401,34 @@ fn each_step_reports_its_residual_and_a_step_short_of_its_tolerance_says_so() {
     let res = s["solver_residual_per_step"][step - 1].as_f64().unwrap();
     assert_eq!(first, res, "the warning's residual is the step's residual in summary.json");
 }
+
+/// `dt_control = "iterations"` (a low target, so that Δt changes from step
+/// to step): the analytic inclines hold over steps of varying length, v =
+/// a t at the frames' own times, and the run ends at t_end exactly, on 1
+/// and 2 ranks.
+#[test]
+fn under_iteration_step_control_the_inclines_keep_their_analytic_motion() {
+    let dir = tempfile::tempdir().unwrap();
+    let control = "dt_control = \"iterations\"\ntarget_iterations = 1\ndt_min = 1.25e-4";
+    let summary = |out: &Path| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap() };
+    for np in [1, 2] {
+        let out = run_text(np, dir.path(), &format!("ctl-slide-{np}"), &cube_text_with(0.75, 0.5, 0.4, control, 10));
+        let s = summary(&out);
+        let dt: Vec<f64> = s["dt_taken"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        eprintln!("{np} rank(s), step control: {} steps, dt min / mean / max {dt:?}, t = {}", s["steps"], s["time"]);
+        // More than t_end / dt steps: some were shorter than dt.
+        assert!(s["steps"].as_u64().unwrap() > 200 && dt[0] >= 1.25e-4 && dt[2] <= 1e-3, "{np} rank(s): {} steps, Δt taken {dt:?}, not varied within [dt_min, dt]", s["steps"]);
+        assert_eq!(s["time"].as_f64().unwrap(), 0.2, "{np} rank(s): the run ends at t_end");
+        let fr = frames(&out);
+        let exact = G * (0.6 - 0.4 * 0.8);
+        let last = fr.last().unwrap();
+        let (a, v) = (accel(&fr), last.vel[0][0]);
+        assert!((a - exact).abs() <= 1e-6 * exact && (v - exact * last.t).abs() <= 1e-6 * exact * last.t, "{np} rank(s): sliding a = {a}, v = {v} at t = {}, exact a = {exact}", last.t);
+        let fr = sphere_incline(np, dir.path(), &format!("ctl-roll-{np}"), 0.75, 0.3, control);
+        let (a, exact) = (accel(&fr), 5.0 / 7.0 * G * 0.6);
+        let last = fr.last().unwrap();
+        let slip = (last.vel[0][0] - 0.05 * last.omega[0][1]).abs();
+        eprintln!("{np} rank(s), step control: rolling sphere a = {a} (exact {exact}), |v − ω r| = {slip:.2e}");
+        assert!((a - exact).abs() <= 1e-6 * exact && slip <= 1e-6 * last.vel[0][0], "{np} rank(s): rolling a = {a} (exact {exact}), slip {slip}");
+    }
+}

@@ -68,6 +68,37 @@ fn frictional_cd_restarts_bit_for_bit_on_1_and_2_ranks() {
     }
 }
 
+/// Frictional cd with `dt_control = "iterations"`: the Δt controller's
+/// rung and its memory of each rung's cost are in the checkpoint. The run
+/// ends at t_end, not after a step count, so the restart is taken from the
+/// full run's own checkpoint at step 100 (its later frames are written again).
+#[test]
+fn frictional_cd_with_step_control_restarts_bit_for_bit_on_1_and_2_ranks() {
+    let dt = 1e-3;
+    for np in [1, 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let full = tmp.path().join("full");
+        let text = pile("cd", 200.0 * dt, dt, "[solver]\ndt_control = \"iterations\"\ntarget_iterations = 3\n")
+            .toml()
+            .replace("OUTDIR", &full.display().to_string())
+            .replace("checkpoint_every = 50", "checkpoint_every = 50\ncheckpoint_keep = 100")
+            .replace("density = 1000.0", "density = 1000.0\nfriction = 0.5\nfriction_dynamic = 0.4");
+        let cfg = tmp.path().join("full.toml");
+        std::fs::write(&cfg, text).unwrap();
+        common::mpirun_ok(np, &common::stiffgrain(), &["run", cfg.to_str().unwrap()]);
+        let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(full.join("summary.json")).unwrap()).unwrap();
+        let shortest = s["dt_taken"][0].as_f64().unwrap();
+        assert!(shortest < dt && s["steps"].as_u64().unwrap() > 200, "{np} rank(s): Δt never changed ({s})");
+        let a = common::last_frame_bits(&full);
+        let cp = full.join("checkpoint-000100.h5");
+        common::mpirun_ok(np, &common::stiffgrain(), &["restart", cp.to_str().unwrap()]);
+        let b = common::last_frame_bits(&full);
+        assert_eq!(a.iter().map(|x| &x.0).collect::<Vec<_>>(), b.iter().map(|x| &x.0).collect::<Vec<_>>(), "{np} rank(s): other frames or datasets");
+        let differ: Vec<&str> = a.iter().zip(&b).filter(|(x, y)| x.1 != y.1).map(|(x, _)| x.0.as_str()).collect();
+        assert!(differ.is_empty(), "{np} rank(s): {differ:?} differ after the restart");
+    }
+}
+
 #[test]
 fn compatible_cd_restarts_bit_for_bit_on_1_and_2_ranks() {
     for np in [1, 2] {

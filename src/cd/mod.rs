@@ -21,15 +21,18 @@ pub mod friction;
 pub mod newton;
 pub mod operator;
 pub mod pgs;
+pub mod step_control;
 
 use crate::body::dof_free;
 use crate::body::Bodies;
 use crate::contact::{Contacts, WALL_ID_BASE, WALL_INDEX};
 use crate::parallel::exchange;
 use crate::petsc::{Stage, Vector};
-use crate::scene::{CdMethod, CdScaling, Scene};
+use crate::scene::{CdMethod, CdScaling, Scene, SolverKind};
 use crate::contact::ContactKey;
-use crate::solver::{Column, ContactForces, History, HistorySpec, SolverError, Solver, StepContext, StepReport};
+use crate::io::SolverState;
+use crate::parallel::records::FlatRecords;
+use crate::solver::{Column, ContactForces, History, HistorySpec, Plan, SolverError, Solver, StateError, StepContext, StepReport, World};
 use nalgebra::{UnitQuaternion, Vector3, Vector6};
 use friction::Set;
 use operator::ContactOperator;
@@ -83,7 +86,14 @@ pub struct CdSolver {
     /// Unconverged and too-far steps of the run's earlier starts (their
     /// warnings go on counting from there).
     earlier: [u64; 2],
+    /// `solver.dt_control = "iterations"`: the next step's Δt.
+    control: Option<step_control::StepControl>,
+    /// This process is rank 0 (it writes the controller's record).
+    rank0: bool,
 }
+
+/// Version of [`CdSolver::state`]'s tables (0: none, before Δt control).
+const STATE_VERSION: u32 = 1;
 
 impl CdSolver {
     /// A frictionless CD solver (compatible-cd's first stage).
@@ -93,7 +103,11 @@ impl CdSolver {
 
     /// The CD solver of `scene`: frictional when a material has friction.
     pub fn for_scene(scene: &Scene) -> Self {
-        Self { friction: friction::frictional(scene), ..Self::default() }
+        let control = match (scene.simulation.solver, scene.solver.step_control) {
+            (SolverKind::Cd, Some(s)) => Some(step_control::StepControl::new(scene.simulation.dt, s.dt_min, s.target_iterations)),
+            _ => None,
+        };
+        Self { friction: friction::frictional(scene), control, ..Self::default() }
     }
 }
 
@@ -235,8 +249,55 @@ impl Solver for CdSolver {
         HistorySpec { body: Vec::new(), contact }
     }
 
+    fn adaptive(&self) -> bool {
+        self.control.is_some()
+    }
+
+    fn begin_step(&mut self, _world: &World, _time: f64, dt: f64, _attempt: u32) -> Plan {
+        Plan { dt: self.control.as_ref().map_or(dt, |c| c.dt().min(dt)), drop: Vec::new() }
+    }
+
     fn step(&mut self, ctx: &StepContext, bodies: &mut Bodies, forces: &mut ContactForces, history: &mut History) -> Result<StepReport, SolverError> {
-        self.step_with(ctx, bodies, forces, history, None).map(|(report, _)| report)
+        self.rank0 = mpi::traits::Communicator::rank(ctx.comm) == 0;
+        let short = self.stats.not_converged;
+        let report = self.step_with(ctx, bodies, forces, history, None)?.0;
+        if let Some(c) = self.control.as_mut() {
+            // Global counts: every rank takes the same next Δt.
+            c.after_step(report.iterations, self.stats.not_converged == short);
+        }
+        Ok(report)
+    }
+
+    /// Table "dt_control" (rank 0): the Δt controller's state.
+    fn state(&self) -> SolverState {
+        let mut st = SolverState::new(STATE_VERSION);
+        if let Some(c) = &self.control {
+            let v = c.state();
+            let mut t = FlatRecords::new(0, v.len());
+            if self.rank0 {
+                t.push(0, &[], &v);
+            }
+            st.push("dt_control", t);
+        }
+        st
+    }
+
+    fn restore(&mut self, comm: &crate::parallel::Comm, state: SolverState) -> Result<(), StateError> {
+        if !(state.version == STATE_VERSION || (state.version == 0 && state.tables.is_empty())) {
+            return Err(StateError { solver: "cd", found: state.version, expected: STATE_VERSION });
+        }
+        self.rank0 = mpi::traits::Communicator::rank(comm) == 0;
+        // Every rank lists the table with its width; rank 0 of the run that
+        // wrote it holds the record, whichever rank reads it now.
+        let Some(t) = state.table("dt_control") else { return Ok(()) };
+        let mut v = if t.is_empty() { vec![f64::NEG_INFINITY; t.n_f] } else { t.f_row(0).to_vec() };
+        for x in &mut v {
+            *x = crate::parallel::max_f64(comm, *x);
+        }
+        if let Some(c) = self.control.as_mut() {
+            c.restore(&v);
+        }
+        Ok(())
     }
 
     fn summary(&self, _comm: &crate::parallel::Comm) -> serde_json::Map<String, serde_json::Value> {

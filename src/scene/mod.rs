@@ -393,6 +393,26 @@ pub struct SolverSettings {
     pub friction_law: FrictionLaw,
     /// `cd` with APGD: the step's metric.
     pub scaling: CdScaling,
+    /// `cd`: Δt chosen from the solve's iterations (None: simulation.dt).
+    pub step_control: Option<StepControlSettings>,
+}
+
+/// `[solver] dt_control = "iterations"`, resolved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepControlSettings {
+    pub dt_min: f64,
+    pub target_iterations: u64,
+}
+
+/// How `cd` picks each step's Δt (`[solver] dt_control`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DtControl {
+    /// simulation.dt every step.
+    #[default]
+    Fixed,
+    /// Halved or doubled from the iterations of the steps (`cd::step_control`).
+    Iterations,
 }
 
 /// APGD's metric in `cd` (`[solver] scaling`).

@@ -68,7 +68,7 @@ pub fn scene(file: &str, cfg: Config, config_text: String) -> Result<(Scene, Vec
     let walls = walls(&c, &cfg, &names)?;
     checks::check_overlaps(&c, &bodies, &shapes, &walls, &origin, &simulation)?;
     let output = output(&c, &cfg.output)?;
-    let solver = solvers::solver_settings(&c, &cfg.solver, simulation.solver)?;
+    let solver = solvers::solver_settings(&c, &cfg.solver, &simulation)?;
     solvers::check_friction(&c, &cfg.material, &simulation, &solver, cfg.compatibility.method)?;
     let contact = contact(&c, &cfg.contact, &shapes)?;
     let imbalance = cfg.parallel.imbalance;

@@ -7,16 +7,37 @@ use crate::body::{Bodies, Shape};
 use crate::config::schema::*;
 use crate::config::ConfigError;
 use crate::scene::sources::Source;
-use crate::scene::{CompatSettings, ContactSettings, DemSettings, Material, Simulation, SolverKind, SolverOwned, SolverSettings, Wall};
+use crate::scene::{CompatSettings, ContactSettings, DemSettings, DtControl, Material, Simulation, SolverKind, SolverOwned, SolverSettings, StepControlSettings, Wall};
 use std::collections::HashMap;
 
 type StiffnessPairs = Vec<((u32, u32), f64)>;
 
 /// `[solver]` -> [`SolverSettings`], for the solvers that take a CD step.
-pub(super) fn solver_settings(c: &Ctx, cfg: &SolverCfg, solver: SolverKind) -> Result<SolverOwned<SolverSettings>, ConfigError> {
+pub(super) fn solver_settings(c: &Ctx, cfg: &SolverCfg, sim: &Simulation) -> Result<SolverOwned<SolverSettings>, ConfigError> {
+    let solver = sim.solver;
     if solver == SolverKind::Dem {
         return Ok(SolverOwned::unused("[solver]"));
     }
+    let adaptive = match cfg.dt_control {
+        DtControl::Fixed => false,
+        DtControl::Iterations if solver == SolverKind::Cd => true,
+        DtControl::Iterations => return Err(c.err("solver.dt_control", "\"iterations\" is for solver = \"cd\"; compatible-cd takes every step at simulation.dt")),
+    };
+    let step_control = if adaptive {
+        let dt_min = match cfg.dt_min {
+            Some(v) => c.positive("solver.dt_min", v)?,
+            None => sim.dt / 64.0,
+        };
+        if dt_min > sim.dt {
+            return Err(c.err("solver.dt_min", format!("must not exceed simulation.dt = {}", sim.dt)));
+        }
+        if cfg.target_iterations == 0 {
+            return Err(c.err("solver.target_iterations", "must be at least 1"));
+        }
+        Some(StepControlSettings { dt_min, target_iterations: cfg.target_iterations as u64 })
+    } else {
+        None
+    };
     let settings = SolverSettings {
         tolerance: c.positive("solver.tolerance", cfg.tolerance)?,
         max_iterations: match cfg.max_iterations {
@@ -31,6 +52,7 @@ pub(super) fn solver_settings(c: &Ctx, cfg: &SolverCfg, solver: SolverKind) -> R
         },
         friction_law: cfg.friction_law,
         scaling: cfg.scaling,
+        step_control,
     };
     Ok(SolverOwned::resolved("[solver]", settings))
 }
