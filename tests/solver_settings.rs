@@ -109,6 +109,22 @@ fn friction_is_read_by_cd_and_compatible_cd_and_refused_by_the_augmented_lagrang
     assert!(hits[0].contains("scene.toml"), "the line names the file: {}", hits[0]);
 }
 
+/// The Δt controller's keys without `dt_control = "iterations"` are
+/// named in one warning; with it, none.
+#[test]
+fn step_control_keys_without_the_control_are_named_as_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run(dir.path(), 2, &scene("cd", "[solver]\ndt_min = 1e-5\ntarget_iterations = 10\n"));
+    assert_eq!(code, Some(0), "{stderr}");
+    let hits = lines_with(&stderr, "solver.dt_min, solver.target_iterations are ignored");
+    assert_eq!(hits.len(), 1, "one line on two ranks: {stderr}");
+    let sub = dir.path().join("on");
+    std::fs::create_dir(&sub).unwrap();
+    let (code, stderr) = run(&sub, 2, &scene("cd", "[solver]\ndt_control = \"iterations\"\ndt_min = 1e-5\ntarget_iterations = 10\n"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(lines_with(&stderr, "ignored").is_empty(), "{stderr}");
+}
+
 #[test]
 fn dem_table_under_dem_does_not_warn() {
     let dir = tempfile::tempdir().unwrap();

@@ -21,6 +21,13 @@ pub(super) fn ignored(c: &Ctx, cfg: &Config, text: &str) -> Vec<Ignored> {
             if solver == SolverKind::Cd && given.contains_key("compatibility") {
                 out.push(c.warn(format!("[compatibility] {by}")));
             }
+            if cfg.solver.dt_control != crate::scene::DtControl::Iterations {
+                let set = given.get("solver").and_then(|t| t.as_table());
+                let keys: Vec<String> = ["dt_min", "target_iterations"].iter().filter(|k| set.is_some_and(|t| t.contains_key(**k))).map(|k| format!("solver.{k}")).collect();
+                if !keys.is_empty() {
+                    out.push(c.warn(format!("{} {} (only solver.dt_control = \"iterations\" reads them)", keys.join(", "), are(&keys, "is ignored"))));
+                }
+            }
         }
         SolverKind::Dem => {
             if given.contains_key("solver") {
