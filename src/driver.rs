@@ -311,11 +311,8 @@ impl StepTally {
 
     /// The checkpoint's clock (rank 0's), on every rank. Collective.
     fn earlier_clock(&self, comm: &Comm) -> Option<[f64; 4]> {
-        let mut c = [f64::NEG_INFINITY; 4];
-        for (x, e) in c.iter_mut().zip(self.earlier_clock.unwrap_or([f64::NEG_INFINITY; 4])) {
-            *x = parallel::max_f64(comm, if e.is_nan() { f64::NEG_INFINITY } else { e });
-        }
-        c.iter().all(|x| x.is_finite()).then_some(c)
+        let mine = self.earlier_clock.filter(|c| c.iter().all(|x| x.is_finite()));
+        parallel::record_from_any_rank(comm, mine.as_ref().map(|c| &c[..]), 4).map(|v| [v[0], v[1], v[2], v[3]])
     }
 
     /// The earlier starts' solver counters (rank 0's), on every rank.

@@ -290,11 +290,8 @@ impl Solver for CdSolver {
         // Every rank lists the table with its width; rank 0 of the run that
         // wrote it holds the record, whichever rank reads it now.
         let Some(t) = state.table("dt_control") else { return Ok(()) };
-        let mut v = if t.is_empty() { vec![f64::NEG_INFINITY; t.n_f] } else { t.f_row(0).to_vec() };
-        for x in &mut v {
-            *x = crate::parallel::max_f64(comm, *x);
-        }
-        if let Some(c) = self.control.as_mut() {
+        let v = crate::parallel::record_from_any_rank(comm, (!t.is_empty()).then(|| t.f_row(0)), t.n_f);
+        if let (Some(c), Some(v)) = (self.control.as_mut(), v) {
             c.restore(&v);
         }
         Ok(())

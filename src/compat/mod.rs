@@ -216,13 +216,9 @@ impl Solver for CompatibleCdSolver {
         if !(state.version == STATE_VERSION || (state.version == 0 && state.tables.is_empty())) {
             return Err(StateError { solver: "compatible-cd", found: state.version, expected: STATE_VERSION });
         }
-        let mine = state.table("warm").filter(|t| t.n_f == 3 && !t.is_empty()).map(|t| t.f_row(0).to_vec());
+        let mine = state.table("warm").filter(|t| t.n_f == 3 && !t.is_empty()).map(|t| t.f_row(0));
         // Whichever rank holds the record tells the others.
-        let mut v = mine.clone().unwrap_or_else(|| vec![f64::NEG_INFINITY; 3]);
-        for x in &mut v {
-            *x = crate::parallel::max_f64(comm, *x);
-        }
-        self.warm = v[0].is_finite().then(|| (v[0], v[1], v[2] as u64));
+        self.warm = crate::parallel::record_from_any_rank(comm, mine, 3).map(|v| (v[0], v[1], v[2] as u64));
         Ok(())
     }
 

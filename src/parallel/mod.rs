@@ -81,6 +81,16 @@ pub fn sum_u64(comm: &Comm, x: u64) -> u64 {
     out
 }
 
+/// The record of `n` values that one rank holds (a checkpoint's table
+/// lands on whichever rank reads its slab), on every rank; None on every
+/// rank when none holds it. One reduction.
+pub fn record_from_any_rank(comm: &Comm, mine: Option<&[f64]>, n: usize) -> Option<Vec<f64>> {
+    let local = mine.map_or_else(|| vec![f64::NEG_INFINITY; n], <[f64]>::to_vec);
+    let mut all = vec![0.0; n];
+    comm.all_reduce_into(&local[..], &mut all[..], mpi::collective::SystemOperation::max());
+    all.iter().all(|x| *x > f64::NEG_INFINITY).then_some(all)
+}
+
 /// Global maximum of a value.
 pub fn max_f64(comm: &Comm, x: f64) -> f64 {
     let mut out = 0.0;
