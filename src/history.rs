@@ -12,8 +12,13 @@ use crate::contact::ContactKey;
 use crate::parallel::records::{send_to, FlatRecords};
 use crate::parallel::Comm;
 use mpi::traits::*;
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::hash::Hash;
+
+/// A table's rows by key. FxHash: keys are small integers, looked up for
+/// every contact each step, and no order is ever read from the map.
+pub type Rows<K> = FxHashMap<K, Vec<f64>>;
 
 /// One declared column: `width` floats per row (flags as 0.0 / 1.0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,18 +97,18 @@ impl RowKey for ContactKey {
 pub struct Table<K: RowKey> {
     columns: Vec<Column>,
     width: usize,
-    rows: HashMap<K, Vec<f64>>,
+    rows: Rows<K>,
 }
 
 impl<K: RowKey> Default for Table<K> {
     fn default() -> Self {
-        Self { columns: Vec::new(), width: 0, rows: HashMap::new() }
+        Self { columns: Vec::new(), width: 0, rows: Rows::default() }
     }
 }
 
 impl<K: RowKey> Table<K> {
     fn declare(columns: &[Column]) -> Self {
-        Self { columns: columns.to_vec(), width: columns.iter().map(|c| c.width).sum(), rows: HashMap::new() }
+        Self { columns: columns.to_vec(), width: columns.iter().map(|c| c.width).sum(), rows: Rows::default() }
     }
 
     /// The place of column `name` in a row. Panics on a name the solver did
@@ -148,7 +153,7 @@ impl<K: RowKey> Table<K> {
     }
 
     /// Replaces every row (a contact table after an accepted step).
-    pub fn replace(&mut self, rows: HashMap<K, Vec<f64>>) {
+    pub fn replace(&mut self, rows: Rows<K>) {
         debug_assert!(rows.values().all(|r| r.len() == self.width));
         self.rows = rows;
     }

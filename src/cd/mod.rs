@@ -36,7 +36,6 @@ use crate::solver::{Column, ContactForces, History, HistorySpec, Plan, SolverErr
 use nalgebra::{UnitQuaternion, Vector3, Vector6};
 use friction::Set;
 use operator::ContactOperator;
-use std::collections::HashSet;
 
 pub use apgd::QpResult;
 
@@ -537,7 +536,7 @@ impl CdSolver {
     /// The step's contacts keep their rows (other solvers' columns too,
     /// compatible-cd's truss); a contact that disappeared drops its own.
     fn keep_history(&self, contacts: &Contacts, forces: &ContactForces, sliding: &[bool], history: &mut History) {
-        let keys: HashSet<ContactKey> = (0..contacts.len()).map(|i| contacts.key(i)).collect();
+        let keys: rustc_hash::FxHashSet<ContactKey> = (0..contacts.len()).map(|i| contacts.key(i)).collect();
         history.contact.retain(|k| keys.contains(k));
         let warm = history.contact.col(WARM);
         let cols = self.friction.then(|| (history.contact.col(WARM_T), history.contact.col(SLIDING)));
