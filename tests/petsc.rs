@@ -141,6 +141,18 @@ fn failing_calls_return_errors_with_messages() {
     assert!(case("baij_set_blocked").ends_with(" ok"), "{out}");
     // 2 ranks × 12 rows × value 2.
     assert_eq!(field(&out, "baij_mult_norm1", "baij_mult_norm1"), "48", "{out}");
+    // Split CSR: the same products as `set_values`, exactly; each rank's
+    // rows sum to (1 + r)·x_own + 0.75·x_next over r = 0, 1, 2.
+    let line = out.lines().find(|l| l.starts_with("split_csr ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("same=true"), "{out}");
+    let norm: f64 = field(&out, "split_csr ", "norm1").parse().expect("norm1");
+    // Ranks p = 0, 1 (columns 2p, 2p + 1 hold 2p + 1, 2p + 2): rank 0's rows
+    // 1·1 + 0.75·3, 2·2 + 0.75·3, 3·1 + 0.75·3; rank 1's 1·3 + 0.75·1,
+    // 2·4 + 0.75·1, 3·3 + 0.75·1.
+    let expected = (1.0 + 2.25) + (4.0 + 2.25) + (3.0 + 2.25) + (3.0 + 0.75) + (8.0 + 0.75) + (9.0 + 0.75);
+    assert_eq!(norm, expected, "{out}");
+    assert!(case("split_unsorted").contains("code=62") && case("split_unsorted").contains("ascending"), "{out}");
+    assert!(case("split_out_of_range").contains("code=62"), "{out}");
     assert!(out.contains("errors done"), "{out}");
 }
 

@@ -8,7 +8,7 @@ use crate::body::Bodies;
 use crate::contact::{Contacts, WALL_INDEX};
 use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
-use crate::petsc::{InsertMode, Mat, PetscInt, Result, Vector};
+use crate::petsc::{Mat, PetscInt, Result, SplitCsr, Vector};
 use super::friction::{Constraint, Set};
 use nalgebra::{DMatrix, Matrix3, Matrix6, Vector3, Vector6};
 
@@ -67,12 +67,13 @@ impl BlockInverse {
     }
 }
 
-/// `M⁻¹ v` as the 6×6 product (the same floating-point sums as before the
-/// blocks were stored alone).
+/// `M⁻¹ v` by its blocks: the sums of the full 6×6 product without its
+/// terms in zero (a sweep applies it to every body).
 impl std::ops::Mul<Vector6<f64>> for BlockInverse {
     type Output = Vector6<f64>;
     fn mul(self, v: Vector6<f64>) -> Vector6<f64> {
-        self.matrix() * v
+        let r = self.rot * Vector3::new(v[3], v[4], v[5]);
+        Vector6::new(self.lin.x * v[0], self.lin.y * v[1], self.lin.z * v[2], r.x, r.y, r.z)
     }
 }
 
@@ -160,7 +161,7 @@ pub struct ContactOperator {
 }
 
 impl ContactOperator {
-    /// Assembles B for `contacts` with exact preallocation, with two
+    /// Assembles B for `contacts`, with two
     /// tangential rows per contact when `friction`. Collective.
     pub fn assemble(comm: &Comm, bodies: &Bodies, layout: &Layout, contacts: &Contacts, dt: f64, friction: bool) -> Result<Self> {
         let n_owned = layout.n_owned;
@@ -171,13 +172,10 @@ impl ContactOperator {
         let mut ja = Vec::with_capacity(nc);
         let mut jb = Vec::with_capacity(nc);
         let mut jt = Vec::with_capacity(if friction { nc } else { 0 });
-        let mut d_nnz = Vec::with_capacity(rows * nc);
-        let mut o_nnz = Vec::with_capacity(rows * nc);
         let mut active = Vec::with_capacity(nc);
         let mut row_act = Vec::with_capacity(rows * nc);
         // Row entries (global column, value) of a row of contact i with
-        // exact zeros dropped, computed twice (count, then insert) rather
-        // than stored.
+        // exact zeros dropped.
         let row_of = |i: usize, a: &Vector6<f64>, b: &Vector6<f64>, row: &mut Vec<(PetscInt, f64)>| {
             row.clear();
             for (local, half) in [(contacts.ia[i], a), (contacts.ib[i], b)] {
@@ -200,16 +198,16 @@ impl ContactOperator {
         };
         let mut row = Vec::with_capacity(12);
         let first = layout.offset as PetscInt * 6;
+        // Diagonal block by global index: a periodic image of an owned body
+        // is a ghost whose columns are local.
         let owned = first..first + 6 * n_owned as PetscInt;
+        // B straight into PETSc's own storage: MatSetValues searched each
+        // row's place, a tenth of a settled frictional step.
+        let mut csr = SplitCsr::with_capacity(rows * nc, 8 * rows * nc);
         for i in 0..nc {
             for k in 0..rows {
                 let (a, b) = halves(i, k);
                 row_of(i, &a, &b, &mut row);
-                // Diagonal block by global index: a periodic image of an
-                // owned body is a ghost whose columns are local.
-                let d = row.iter().filter(|e| owned.contains(&e.0)).count() as PetscInt;
-                d_nnz.push(d);
-                o_nnz.push(row.len() as PetscInt - d);
                 if k == 0 {
                     active.push(!row.is_empty());
                     ja.push(a);
@@ -221,27 +219,11 @@ impl ContactOperator {
                 }
                 // A tangent of a contact without a normal row carries no force.
                 row_act.push(if !row.is_empty() && active[i] { 1.0 } else { 0.0 });
+                csr.push_row(&mut row, &owned);
             }
         }
-        let mut bmat = Mat::aij(comm, (rows * nc) as PetscInt, 6 * n_owned as PetscInt, 0, &d_nnz, 0, &o_nnz)?;
-        drop((d_nnz, o_nnz));
+        let bmat = Mat::aij_from_split(comm, 6 * n_owned as PetscInt, 6 * layout.total as PetscInt, csr)?;
         let row_offset = bmat.ownership_range()?.start;
-        let (mut cols, mut vals) = (Vec::with_capacity(12), Vec::with_capacity(12));
-        for i in 0..nc {
-            for k in 0..rows {
-                let (a, b) = if k == 0 { (ja[i], jb[i]) } else { jt[i][k - 1] };
-                row_of(i, &a, &b, &mut row);
-                if row.is_empty() {
-                    continue;
-                }
-                cols.clear();
-                vals.clear();
-                cols.extend(row.iter().map(|e| e.0));
-                vals.extend(row.iter().map(|e| e.1));
-                bmat.set_values(&[row_offset + (rows * i + k) as PetscInt], &cols, &vals, InsertMode::Insert)?;
-            }
-        }
-        bmat.assemble()?;
         let (u, _) = bmat.create_vecs()?;
         let w = u.duplicate()?;
         Ok(Self {

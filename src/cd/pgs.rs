@@ -55,7 +55,7 @@ use super::operator::ContactOperator;
 use crate::contact::WALL_INDEX;
 use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
-use crate::petsc::{InsertMode, Mat, PetscInt, Result, Vector};
+use crate::petsc::{Mat, PetscInt, Result, SplitCsr, Vector};
 use crate::scene::PgsOrder;
 use nalgebra::{Matrix3, Vector6};
 
@@ -64,26 +64,16 @@ use nalgebra::{Matrix3, Vector6};
 fn ghost_gather(comm: &Comm, layout: &Layout, n_local_bodies: usize) -> Result<Mat> {
     let n_owned = layout.n_owned;
     let n_ghost = n_local_bodies - n_owned;
-    let own = layout.offset..layout.offset + n_owned as u64;
-    let (mut d_nnz, mut o_nnz) = (Vec::with_capacity(6 * n_ghost), Vec::with_capacity(6 * n_ghost));
-    for g in 0..n_ghost {
-        let mine = own.contains(&layout.global_index[n_owned + g]);
-        for _ in 0..6 {
-            d_nnz.push(mine as PetscInt);
-            o_nnz.push((!mine) as PetscInt);
-        }
-    }
-    let mut m = Mat::aij(comm, 6 * n_ghost as PetscInt, 6 * n_owned as PetscInt, 0, &d_nnz, 0, &o_nnz)?;
-    let row0 = m.ownership_range()?.start;
+    let first = 6 * layout.offset as PetscInt;
+    let owned = first..first + 6 * n_owned as PetscInt;
+    let mut csr = SplitCsr::with_capacity(6 * n_ghost, 6 * n_ghost);
     for g in 0..n_ghost {
         let col0 = 6 * layout.global_index[n_owned + g] as PetscInt;
         for k in 0..6 {
-            let row = row0 + (6 * g + k) as PetscInt;
-            m.set_values(&[row], &[col0 + k as PetscInt], &[1.0], InsertMode::Insert)?;
+            csr.push_row(&mut [(col0 + k as PetscInt, 1.0)], &owned);
         }
     }
-    m.assemble()?;
-    Ok(m)
+    Mat::aij_from_split(comm, 6 * n_owned as PetscInt, 6 * layout.total as PetscInt, csr)
 }
 
 /// Solves (21) in place by PGS; `f` holds the warm start on entry. Collective.

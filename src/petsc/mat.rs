@@ -89,6 +89,66 @@ impl Mat {
         Ok(Mat { raw, coo_len: 0, blocks: None })
     }
 
+    /// An MPIAIJ matrix over this rank's rows given as PETSc stores them
+    /// (`MatCreateMPIAIJWithSplitArrays`): no insertion, no search, the
+    /// arrays become the matrix's own. `global_cols` is the sum of every
+    /// rank's `local_cols`. Collective.
+    pub fn aij_from_split(comm: &impl AsComm, local_cols: PetscInt, global_cols: PetscInt, csr: SplitCsr) -> Result<Mat> {
+        require_alive("Mat::aij_from_split")?;
+        let rows = csr.check(local_cols, global_cols)?;
+        let csr = Box::into_raw(Box::new(csr));
+        let mut container: ffi::PetscContainer = std::ptr::null_mut();
+        // SAFETY: valid out pointer, live communicator. From here the
+        // container owns the arrays (its destroy callback frees them), and
+        // the matrix holds the container: the arrays live exactly as long
+        // as PETSc's matrix, whoever holds it.
+        unsafe {
+            if let Err(e) = check(ffi::PetscContainerCreate(comm.as_comm(), &mut container)) {
+                drop(Box::from_raw(csr));
+                return Err(e);
+            }
+            check(ffi::PetscContainerSetPointer(container, csr as *mut std::ffi::c_void))?;
+            check(ffi::PetscContainerSetUserDestroy(container, Some(free_split_csr)))?;
+        }
+        // The container's only reference goes when this function returns;
+        // the matrix took its own.
+        struct Release(ffi::PetscContainer);
+        impl Drop for Release {
+            fn drop(&mut self) {
+                // SAFETY: a live container this function created.
+                unsafe { ffi::PetscContainerDestroy(&mut self.0) };
+            }
+        }
+        let release = Release(container);
+        let c = unsafe { &mut *csr };
+        let det = ffi::PETSC_DETERMINE as PetscInt;
+        let mut raw: ffi::Mat = std::ptr::null_mut();
+        // SAFETY: the arrays are checked CSR of `rows` rows (`check`) and
+        // stay allocated until the container is destroyed, which the matrix
+        // delays until its own destruction (composed below).
+        check(unsafe {
+            ffi::MatCreateMPIAIJWithSplitArrays(
+                comm.as_comm(),
+                rows,
+                local_cols,
+                det,
+                global_cols,
+                c.di.as_mut_ptr(),
+                c.dj.as_mut_ptr(),
+                c.da.as_mut_ptr(),
+                c.oi.as_mut_ptr(),
+                c.oj.as_mut_ptr(),
+                c.oa.as_mut_ptr(),
+                &mut raw,
+            )
+        })?;
+        let m = Mat { raw, coo_len: 0, blocks: None };
+        let name = cstring("stiffgrain_split_csr")?;
+        // SAFETY: live handles; PETSc takes a reference to the container.
+        check(unsafe { ffi::PetscObjectCompose(m.raw as ffi::PetscObject, name.as_ptr(), release.0 as ffi::PetscObject) })?;
+        Ok(m)
+    }
+
     /// Creates a matrix of PETSc type `kind` (`"aij"` or `"baij"`) with block
     /// size `bs`, `local_rows` x `local_cols` scalar rows/columns on this rank
     /// (multiples of `bs`), preallocated by block: `d_nnz`/`o_nnz` count the
@@ -404,6 +464,79 @@ impl Mat {
         check(unsafe { ffi::MatCreateVecs(self.raw, &mut r, &mut l) })?;
         Ok((Vector::from_owned_raw(r), Vector::from_owned_raw(l)))
     }
+}
+
+/// This rank's rows of an MPIAIJ matrix in PETSc's split CSR: the
+/// "diagonal" part (columns this rank owns, numbered from its first) and
+/// the "off-diagonal" part (global column numbers), each row's columns
+/// ascending. `di`, `oi` have one entry per row plus one.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct SplitCsr {
+    pub di: Vec<PetscInt>,
+    pub dj: Vec<PetscInt>,
+    pub da: Vec<f64>,
+    pub oi: Vec<PetscInt>,
+    pub oj: Vec<PetscInt>,
+    pub oa: Vec<f64>,
+}
+
+impl SplitCsr {
+    /// Empty, with capacity for `rows` rows and `nnz` entries.
+    pub fn with_capacity(rows: usize, nnz: usize) -> Self {
+        let mut c = Self { di: Vec::with_capacity(rows + 1), dj: Vec::with_capacity(nnz), da: Vec::with_capacity(nnz), oi: Vec::with_capacity(rows + 1), oj: Vec::new(), oa: Vec::new() };
+        c.di.push(0);
+        c.oi.push(0);
+        c
+    }
+
+    /// Appends a row of entries (global column, value) of a matrix whose
+    /// columns `owned` are this rank's, sorting them.
+    pub fn push_row(&mut self, row: &mut [(PetscInt, f64)], owned: &Range<PetscInt>) {
+        row.sort_unstable_by_key(|e| e.0);
+        let (d0, o0) = (self.dj.len(), self.oj.len());
+        for &(j, v) in row.iter() {
+            // A column given twice (a body meeting its own periodic image) sums.
+            let (cols, vals, col, start) = if owned.contains(&j) { (&mut self.dj, &mut self.da, j - owned.start, d0) } else { (&mut self.oj, &mut self.oa, j, o0) };
+            if cols.len() > start && cols.last() == Some(&col) {
+                *vals.last_mut().expect("same length") += v;
+            } else {
+                cols.push(col);
+                vals.push(v);
+            }
+        }
+        self.di.push(self.dj.len() as PetscInt);
+        self.oi.push(self.oj.len() as PetscInt);
+    }
+
+    /// The rows, after checking what PETSc would read out of bounds.
+    fn check(&self, local_cols: PetscInt, global_cols: PetscInt) -> Result<PetscInt> {
+        let bad = |what: &str| super::error::PetscError::new(ffi::PETSC_ERR_ARG_WRONG as i32, format!("Mat::aij_from_split: {what}"));
+        let rows = self.di.len().saturating_sub(1);
+        if self.di.is_empty() || self.oi.len() != rows + 1 || self.di[0] != 0 || self.oi[0] != 0 {
+            return Err(bad("row starts of the two parts disagree"));
+        }
+        let csr = |i: &[PetscInt], j: &[PetscInt], a: &[f64], cols: std::ops::Range<PetscInt>| {
+            i.windows(2).all(|w| w[0] <= w[1])
+                && *i.last().expect("non-empty") as usize == j.len()
+                && j.len() == a.len()
+                && i.windows(2).all(|w| j[w[0] as usize..w[1] as usize].windows(2).all(|p| p[0] < p[1]))
+                && j.iter().all(|c| cols.contains(c))
+        };
+        if !csr(&self.di, &self.dj, &self.da, 0..local_cols) || !csr(&self.oi, &self.oj, &self.oa, 0..global_cols) {
+            return Err(bad("not CSR with ascending columns in range"));
+        }
+        Ok(rows as PetscInt)
+    }
+}
+
+/// The destroy callback of [`Mat::aij_from_split`]'s container.
+unsafe extern "C" fn free_split_csr(ctx: *mut std::ffi::c_void) -> ffi::PetscErrorCode {
+    if !ctx.is_null() {
+        // SAFETY: the pointer `Box::into_raw` gave, freed once (PETSc calls
+        // this when the container's last reference goes).
+        drop(unsafe { Box::from_raw(ctx as *mut SplitCsr) });
+    }
+    0
 }
 
 impl Drop for Mat {

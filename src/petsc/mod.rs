@@ -20,7 +20,7 @@ pub mod vec;
 pub use error::{PetscError, Result};
 pub use init::{AsComm, Petsc, RawComm};
 pub use ksp::{ConvergedReason, Ksp};
-pub use mat::Mat;
+pub use mat::{Mat, SplitCsr};
 pub use log::{Stage, StageGuard};
 pub use snes::Snes;
 pub use vec::{Borrowed, InsertMode, NormType, VecView, VecViewMut, Vector};
