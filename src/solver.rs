@@ -7,7 +7,7 @@ use crate::body::Bodies;
 use crate::contact::Contacts;
 use crate::io::SolverState;
 use crate::parallel::Comm;
-pub use crate::history::{Column, History, HistorySpec};
+pub use crate::history::{Column, History, HistorySpec, Rows};
 pub use crate::io::ContactField;
 pub use crate::world::{ContactForces, ReportedForces, Search, StepContext, World};
 

@@ -13,7 +13,7 @@ use crate::scene::DemClosedDepth;
 use crate::parallel::records::FlatRecords;
 use crate::parallel::{self, Comm};
 use crate::petsc::{self};
-use crate::solver::{Column, ContactForces, History, HistorySpec, Plan, Review, Search, Solver, SolverError, StateError, StepContext, StepReport};
+use crate::solver::{Column, ContactForces, History, HistorySpec, Plan, Rows, Review, Search, Solver, SolverError, StateError, StepContext, StepReport};
 use crate::world::World;
 use mpi::traits::*;
 use nalgebra::Vector3;
@@ -428,7 +428,7 @@ impl Solver for DemSolver {
             Some(all) => {
                 let mut f_n = Vec::with_capacity(ctx.contacts.len());
                 let mut f_t = Vec::with_capacity(ctx.contacts.len());
-                let mut friction = crate::history::Rows::default();
+                let mut friction = Rows::default();
                 let (gt_col, normal_col, sliding_col) = (history.contact.col(GAP_T), history.contact.col(GAP_T_NORMAL), history.contact.col(SLIDING));
                 let gaps = prob.gaps_at(&all);
                 for k in 0..ctx.contacts.len() {

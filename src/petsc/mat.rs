@@ -89,9 +89,9 @@ impl Mat {
         Ok(Mat { raw, coo_len: 0, blocks: None })
     }
 
-    /// An MPIAIJ matrix over this rank's rows given as PETSc stores them
-    /// (`MatCreateMPIAIJWithSplitArrays`): no insertion, no search, the
-    /// arrays become the matrix's own. `global_cols` is the sum of every
+    /// An AIJ matrix over this rank's rows given as PETSc stores them
+    /// (`MatCreateMPIAIJWithSplitArrays`; SeqAIJ on one rank): no
+    /// insertion, no search, the arrays become the matrix's own. `global_cols` is the sum of every
     /// rank's `local_cols`. Collective.
     pub fn aij_from_split(comm: &impl AsComm, local_cols: PetscInt, global_cols: PetscInt, csr: SplitCsr) -> Result<Mat> {
         require_alive("Mat::aij_from_split")?;
@@ -123,11 +123,18 @@ impl Mat {
         let c = unsafe { &mut *csr };
         let det = ffi::PETSC_DETERMINE as PetscInt;
         let mut raw: ffi::Mat = std::ptr::null_mut();
-        // SAFETY: the arrays are checked CSR of `rows` rows (`check`) and
-        // stay allocated until the container is destroyed, which the matrix
-        // delays until its own destruction (composed below).
-        check(unsafe {
-            ffi::MatCreateMPIAIJWithSplitArrays(
+        let mut size = 0;
+        // SAFETY: live communicator, valid out pointer.
+        unsafe { mpi::ffi::MPI_Comm_size(comm.as_comm(), &mut size) };
+        // SAFETY (both calls): the arrays are checked CSR of `rows` rows
+        // (`check`) and stay allocated until the container is destroyed,
+        // which the matrix delays until its own destruction (composed below).
+        // On one rank a SeqAIJ, as `Mat::aij` makes there: products with
+        // other matrices (MatTranspose, MatPtAP) want one type.
+        check(if size == 1 && c.oj.is_empty() {
+            unsafe { ffi::MatCreateSeqAIJWithArrays(comm.as_comm(), rows, local_cols, c.di.as_mut_ptr(), c.dj.as_mut_ptr(), c.da.as_mut_ptr(), &mut raw) }
+        } else {
+            unsafe { ffi::MatCreateMPIAIJWithSplitArrays(
                 comm.as_comm(),
                 rows,
                 local_cols,
@@ -140,7 +147,7 @@ impl Mat {
                 c.oj.as_mut_ptr(),
                 c.oa.as_mut_ptr(),
                 &mut raw,
-            )
+            ) }
         })?;
         let m = Mat { raw, coo_len: 0, blocks: None };
         let name = cstring("stiffgrain_split_csr")?;
