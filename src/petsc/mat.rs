@@ -91,8 +91,8 @@ impl Mat {
 
     /// An AIJ matrix over this rank's rows given as PETSc stores them
     /// (`MatCreateMPIAIJWithSplitArrays`; SeqAIJ on one rank): no
-    /// insertion, no search, the arrays become the matrix's own. `global_cols` is the sum of every
-    /// rank's `local_cols`. Collective.
+    /// insertion, no search, the arrays become the matrix's own.
+    /// `global_cols` is the sum of every rank's `local_cols`. Collective.
     pub fn aij_from_split(comm: &impl AsComm, local_cols: PetscInt, global_cols: PetscInt, csr: SplitCsr) -> Result<Mat> {
         require_alive("Mat::aij_from_split")?;
         let rows = csr.check(local_cols, global_cols)?;
@@ -120,6 +120,8 @@ impl Mat {
             }
         }
         let release = Release(container);
+        // SAFETY: `csr` came from `Box::into_raw` above and is freed only by
+        // the container's destroy callback, after this function returns.
         let c = unsafe { &mut *csr };
         let det = ffi::PETSC_DETERMINE as PetscInt;
         let mut raw: ffi::Mat = std::ptr::null_mut();
