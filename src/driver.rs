@@ -463,14 +463,19 @@ impl Clock {
     fn new(scene: &Scene, restart: Option<(u64, f64)>, adaptive: bool, earlier: Option<[f64; 4]>) -> Self {
         let dt = scene.simulation.dt;
         let (first_step, t0) = restart.unwrap_or((0, 0.0));
-        let steps = step_count(scene.simulation.t_end, dt);
+        let t_end = scene.simulation.t_end;
+        let steps = step_count(t_end, dt);
+        let from_zero = t0.to_bits() == (first_step as f64 * dt).to_bits();
         // An adaptive run's step numbers do not count full steps: after a
-        // restart it ends at steps·Δt (also when fewer steps remain).
+        // restart it ends at steps·Δt (also when fewer steps remain). A
+        // fixed-Δt run that continues one with another Δt, or one that
+        // adapted its Δt, counts its whole steps from where it starts.
         let t_final = match steps.checked_sub(first_step) {
-            Some(n) if !adaptive => t0 + n as f64 * dt,
+            Some(n) if !adaptive && from_zero => t0 + n as f64 * dt,
+            _ if !adaptive && !from_zero && t_end > t0 => t0 + step_count(t_end - t0, dt) as f64 * dt,
             _ => steps as f64 * dt,
         };
-        let origin = if t0.to_bits() == (first_step as f64 * dt).to_bits() { (0, 0.0) } else { (first_step, t0) };
+        let origin = if from_zero { (0, 0.0) } else { (first_step, t0) };
         // An adaptive run that took a shorter step adds up its time from there.
         let (uniform, origin) = match earlier {
             Some([u, step, time, d]) if d.to_bits() == dt.to_bits() => (u != 0.0, (step as u64, time)),
@@ -628,7 +633,7 @@ fn start_line(scene: &Scene, world: &World, clock: &Clock, n_global: u64, adapti
     let span = if adaptive {
         format!("from step {} (t = {}) to t = {}, dt ≤ {}", clock.first_step + 1, num(clock.t0), num(scene.simulation.t_end), num(dt))
     } else {
-        format!("steps {}..{} of dt = {}", clock.first_step + 1, step_count(scene.simulation.t_end, dt), num(dt))
+        format!("steps {}..{} of dt = {}", clock.first_step + 1, clock.first_step + ((clock.t_final - clock.t0) / dt).round().max(0.0) as u64, num(dt))
     };
     let until = scene.simulation.until_static.map(|v| format!(" or until static (speeds < {} m/s)", num(v))).unwrap_or_default();
     let d = &world.domain().dims;

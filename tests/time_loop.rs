@@ -1,6 +1,7 @@
 //! The generic time loop: `simulation.until_static` ends a run at rest
-//! (with the static reactions, the same on 1 and 2 ranks), and
-//! `output.thermo_seconds` prints progress lines on long steps.
+//! (with the static reactions, the same on 1 and 2 ranks),
+//! `output.thermo_seconds` prints progress lines on long steps, and a
+//! restart with another Δt ends at t_end.
 mod common;
 
 /// A CD pyramid of 14 spheres (5 free on a fixed base of 9) dropped from 5 %
@@ -82,4 +83,30 @@ fn thermo_lines_follow_the_wall_clock() {
     let log = std::fs::read_to_string(out.join("log.txt")).unwrap();
     let lines = log.lines().filter(|l| l.trim_start().chars().next().is_some_and(|c| c.is_ascii_digit())).count();
     assert_eq!(lines, 1, "{log}");
+}
+
+/// A run continued with half its Δt ends at the new t_end after whole steps
+/// of the new Δt, not after as many steps as t_end / Δt counts from zero.
+#[test]
+fn a_restart_with_another_dt_ends_at_its_t_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = pyramid("", "").replace("t_end = 10.0", "t_end = 0.05");
+    for np in [1, 2] {
+        let (out, _) = common::run_config(np, tmp.path(), "first", &text);
+        assert_eq!(summary(&out)["steps"].as_u64(), Some(50));
+        let checkpoint = out.join("checkpoint-000050.h5");
+        let more = tmp.path().join(format!("more-{np}"));
+        let dir = format!("output.dir=\"{}\"", more.display());
+        let log = common::mpirun_ok(
+            np,
+            &common::stiffgrain(),
+            &["restart", checkpoint.to_str().unwrap(), "--set", "simulation.dt=5e-4", "--set", "simulation.t_end=0.06", "--set", &dir],
+        );
+        assert!(log.contains("steps 51..70 of dt = 5e-4"), "np {np}:\n{log}");
+        let s = summary(&more);
+        // 0.01 s more in steps of 0.5 ms.
+        assert_eq!(s["steps"].as_u64(), Some(70), "np {np}:\n{log}");
+        let t = s["time"].as_f64().unwrap();
+        assert!((t - 0.06).abs() <= 1e-12, "np {np}: ended at t = {t}");
+    }
 }
