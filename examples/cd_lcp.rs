@@ -44,7 +44,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
     let max_it = scene.solver.max_iterations;
     let mut sim = World::new(world, scene, bodies, None, true, &Default::default(), 0.0, None);
     sim.detect();
-    let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt, false)?;
+    let mut op = ContactOperator::assemble(world, sim.bodies(), sim.layout(), sim.contacts(), dt, false, None)?;
     let ext = stiffgrain::cd::external_velocity(scene, sim.bodies(), sim.layout().n_owned, 0.0, dt);
     let images = stiffgrain::parallel::exchange::image_velocities(world, sim.layout());
     let p = rhs(&op, scene, sim.bodies(), sim.contacts(), &ext, images.as_ref(), 0.0, dt)?;

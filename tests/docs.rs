@@ -531,17 +531,21 @@ fn check_scene(solver: &str, material: &str, extra: &str) -> (bool, String) {
 /// The reference's solver column says which solvers read a table or key;
 /// the program says it too, by warning that the others ignore it. Every
 /// table and key whose solvers are not all three is set in a scene under
-/// each solver: the solvers named must not warn about it, the others must.
+/// each solver: the solvers named must not warn about it, the others must
+/// (or refuse the scene with a line naming it, where the case says so).
 #[test]
 fn the_solvers_column_agrees_with_the_ignored_warnings() {
-    // (table or key, material lines, extra TOML, what the warning names)
-    let case = |path: &str| -> (&str, &str, &str) {
+    // (table or key, material lines, extra TOML, what the warning names,
+    // the solvers that refuse it)
+    let case = |path: &str| -> (&str, &str, &str, &[&str]) {
         match path {
-            "solver" => ("", "[solver]\ntolerance = 1e-6", "[solver]"),
-            "compatibility" => ("", "[compatibility]\np = 3.0", "compatibility"),
-            "compatibility.stiffness" => ("", "[dem]\npair_stiffness = true\n\n[[compatibility.stiffness]]\nmaterials = [\"m\", \"m\"]\nk = 2.0", "compatibility"),
-            "dem" => ("", "[dem]\ngbar = 0.01", "[dem]"),
-            "material.restitution" => ("restitution = 0.5", "", "material[0].restitution"),
+            "solver" => ("", "[solver]\ntolerance = 1e-6", "[solver]", &[]),
+            "compatibility" => ("", "[compatibility]\np = 3.0", "compatibility", &[]),
+            "compatibility.stiffness" => ("", "[dem]\npair_stiffness = true\n\n[[compatibility.stiffness]]\nmaterials = [\"m\", \"m\"]\nk = 2.0", "compatibility", &[]),
+            "dem" => ("", "[dem]\ngbar = 0.01", "[dem]", &[]),
+            "material.restitution" => ("restitution = 0.5", "", "material[0].restitution", &[]),
+            "material.rolling_friction" => ("rolling_friction = 0.1", "", "material[0].rolling_friction", &["compatible-cd"]),
+            "material.twisting_friction" => ("twisting_friction = 0.1", "", "material[0].twisting_friction", &["compatible-cd"]),
             other => panic!("{other} is read by only some solvers: add a case for it to this test"),
         }
     };
@@ -557,11 +561,13 @@ fn the_solvers_column_agrees_with_the_ignored_warnings() {
             }
         }
         for (path, readers) in subjects {
-            let (material, extra, named) = case(&path);
+            let (material, extra, named, refused_by) = case(&path);
             for solver in SOLVERS {
                 let (ok, out) = check_scene(solver, material, extra);
                 let warned = out.lines().any(|l| l.contains("is ignored by solver") && l.contains(named));
-                if readers.iter().any(|r| r == solver) {
+                if refused_by.contains(&solver) {
+                    assert!(!ok && out.lines().any(|l| l.contains(named)), "{path} under {solver} is not refused with a line naming {named}: {out}");
+                } else if readers.iter().any(|r| r == solver) {
                     assert!(ok && !warned, "{path} under {solver} (listed as a reader): {out}");
                 } else {
                     assert!(ok && warned, "{path} under {solver} (not a reader) gives no warning naming {named}: {out}");

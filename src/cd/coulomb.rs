@@ -98,7 +98,7 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, 
         // round with frozen bounds slides where the bound is still short).
         let mut n_switch = 0u64;
         for i in 0..nc {
-            if r <= thr && !switched[i] && mu[i] != coef.mu_d[i] && slip_speed(&nv, &pv, &op.row_act, i) > SLIP * thr {
+            if r <= thr && !switched[i] && mu[i] != coef.mu_d[i] && slip_speed(&nv, &pv, &op.row_act, op.rows, i) > SLIP * thr {
                 (mu[i], switched[i]) = (coef.mu_d[i], true);
                 n_switch += 1;
             }
@@ -111,13 +111,13 @@ pub fn solve(comm: &Comm, op: &mut ContactOperator, p: &Vector, f: &mut Vector, 
     };
     let sliding = {
         let (nv, pv) = (nf.view()?, p.view()?);
-        (0..nc).map(|i| slip_speed(&nv, &pv, &op.row_act, i) > SLIP * thr).collect()
+        (0..nc).map(|i| slip_speed(&nv, &pv, &op.row_act, op.rows, i) > SLIP * thr).collect()
     };
     Ok(FrictionResult { qp: QpResult { iterations, residual, threshold: thr, converged, ..Default::default() }, rounds, sliding })
 }
 
 /// |u_t| of contact `i` from N f and p.
-fn slip_speed(nf: &[f64], p: &[f64], act: &[f64], i: usize) -> f64 {
-    let t = |k: usize| (nf[3 * i + k] + p[3 * i + k]) * act[3 * i + k];
+fn slip_speed(nf: &[f64], p: &[f64], act: &[f64], rows: usize, i: usize) -> f64 {
+    let t = |k: usize| (nf[rows * i + k] + p[rows * i + k]) * act[rows * i + k];
     super::friction::norm2(t(1), t(2))
 }

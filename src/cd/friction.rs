@@ -47,10 +47,23 @@ pub fn coefficients(scene: &Scene, bodies: &Bodies, contacts: &Contacts, i: usiz
     (0.5 * (ma.friction_static + mb.friction_static), 0.5 * (ma.friction_dynamic + mb.friction_dynamic))
 }
 
-/// True when any material has friction: the scene's contacts then have
-/// three rows each.
+/// True when any material has friction (or rolling resistance): the
+/// scene's contacts then have three rows each (six with rolling).
 pub fn frictional(scene: &Scene) -> bool {
-    scene.materials.iter().any(|m| m.friction_static > 0.0 || m.friction_dynamic > 0.0)
+    rolling(scene) || scene.materials.iter().any(|m| m.friction_static > 0.0 || m.friction_dynamic > 0.0)
+}
+
+/// True when any material has rolling or twisting resistance: three more
+/// rows per contact, (r1, r2, tw), on the relative angular velocity.
+pub fn rolling(scene: &Scene) -> bool {
+    scene.materials.iter().any(|m| m.rolling_friction > 0.0 || m.twisting_friction > 0.0)
+}
+
+/// (μ_r, μ_tw) of contact `i`: the means of its two materials', as μ.
+pub fn rolling_coefficients(scene: &Scene, bodies: &Bodies, contacts: &Contacts, i: usize) -> [f64; 2] {
+    let ma = &scene.materials[bodies.material[contacts.ia[i]] as usize];
+    let mb = &scene.materials[contacts.material_b(i, bodies, &scene.walls) as usize];
+    [0.5 * (ma.rolling_friction + mb.rolling_friction), 0.5 * (ma.twisting_friction + mb.twisting_friction)]
 }
 
 /// The set the forces of one solve live in, per contact.
@@ -78,50 +91,93 @@ pub struct Constraint {
     /// (None: s = 1). One value per contact over its rows, so the discs
     /// and cones keep their shape.
     pub scale: Option<Vec<f64>>,
+    /// With rolling resistance, (μ_r, μ_tw) per contact: each contact has
+    /// six rows, the three of `set` then (r1, r2, tw) bounded by
+    /// |f_r| ≤ μ_r f_n and |f_tw| ≤ μ_tw f_n (see [`project_rolling`]).
+    /// Empty without.
+    pub roll: Vec<[f64; 2]>,
 }
 
 impl Constraint {
+    /// Rows per contact: 1 (`Normal`), 3, or 6 with rolling resistance.
+    pub fn rows(&self) -> usize {
+        match (&self.set, self.roll.is_empty()) {
+            (Set::Normal, _) => 1,
+            (_, true) => 3,
+            (_, false) => 6,
+        }
+    }
+
     /// Projects `x` (one rank's entries) onto the set, in place.
     pub fn project(&self, x: &mut [f64]) {
+        let rows = self.rows();
         match &self.set {
             Set::Normal => {
                 for (x, a) in x.iter_mut().zip(&self.act) {
                     *x = x.max(0.0) * a;
                 }
             }
-            Set::Cone(mu) => {
-                for ((c, a), &mu) in x.chunks_exact_mut(3).zip(self.act.chunks_exact(3)).zip(mu) {
-                    let f = project_cone([c[0] * a[0], c[1] * a[1], c[2] * a[2]], mu);
-                    c.copy_from_slice(&f);
-                }
-            }
-            Set::Coulomb(mu) => {
-                for ((c, a), &mu) in x.chunks_exact_mut(3).zip(self.act.chunks_exact(3)).zip(mu) {
-                    let f = project_coulomb([c[0] * a[0], c[1] * a[1], c[2] * a[2]], mu);
-                    c.copy_from_slice(&f);
+            Set::Cone(mu) | Set::Coulomb(mu) => {
+                let cone = matches!(self.set, Set::Cone(_));
+                for (k, (c, a)) in x.chunks_exact_mut(rows).zip(self.act.chunks_exact(rows)).enumerate() {
+                    let z = [c[0] * a[0], c[1] * a[1], c[2] * a[2]];
+                    let f = if cone { project_cone(z, mu[k]) } else { project_coulomb(z, mu[k]) };
+                    c[..3].copy_from_slice(&f);
+                    if rows == 6 {
+                        let r = project_rolling([c[3] * a[3], c[4] * a[4], c[5] * a[5]], f[0], self.roll[k]);
+                        c[3..].copy_from_slice(&r);
+                    }
                 }
             }
         }
     }
 
     /// This rank's largest natural-map residual |f − P(f − u)| per contact,
-    /// u = `nx` + `p` (for f ≥ 0 it is |min(f, u)|).
+    /// u = `nx` + `p` (for f ≥ 0 it is |min(f, u)|); with rolling rows the
+    /// 2-norm of the frictional and the rolling block's.
     pub fn residual(&self, x: &[f64], nx: &[f64], p: &[f64]) -> f64 {
-        match &self.set {
-            Set::Normal => x.iter().zip(nx).zip(p).zip(&self.act).map(|(((x, n), p), a)| x.min(n + p).abs() * a).fold(0.0, f64::max),
-            Set::Cone(mu) => blocks(x, nx, p, &self.act).zip(mu).map(|((f, u), &mu)| natural_map(f, u, |z| project_cone(z, mu))).fold(0.0, f64::max),
-            Set::Coulomb(mu) => coulomb_residual_max(x, nx, p, &self.act, mu),
+        let frictional = |mu: &[f64], k: usize, f: &[f64], u: &[f64]| {
+            let (f3, u3) = ([f[0], f[1], f[2]], [u[0], u[1], u[2]]);
+            match self.set {
+                Set::Cone(_) => natural_map(f3, u3, |z| project_cone(z, mu[k])),
+                _ => coulomb_residual(f3, u3, mu[k]),
+            }
+        };
+        match (&self.set, self.rows()) {
+            (Set::Normal, _) => x.iter().zip(nx).zip(p).zip(&self.act).map(|(((x, n), p), a)| x.min(n + p).abs() * a).fold(0.0, f64::max),
+            (Set::Cone(mu) | Set::Coulomb(mu), 3) => blocks::<3>(x, nx, p, &self.act).enumerate().map(|(k, (f, u))| frictional(mu, k, &f, &u)).fold(0.0, f64::max),
+            (Set::Cone(mu) | Set::Coulomb(mu), _) => blocks::<6>(x, nx, p, &self.act)
+                .enumerate()
+                .map(|(k, (f, u))| norm2(frictional(mu, k, &f, &u), rolling_residual([f[3], f[4], f[5]], [u[3], u[4], u[5]], f[0], self.roll[k])))
+                .fold(0.0, f64::max),
         }
     }
 }
 
-/// The contacts' (f, u = nx + p) as masked 3-blocks.
-fn blocks<'a>(x: &'a [f64], nx: &'a [f64], p: &'a [f64], act: &'a [f64]) -> impl Iterator<Item = ([f64; 3], [f64; 3])> + 'a {
-    x.chunks_exact(3).zip(nx.chunks_exact(3)).zip(p.chunks_exact(3)).zip(act.chunks_exact(3)).map(|(((x, n), p), a)| {
-        let f = [x[0] * a[0], x[1] * a[1], x[2] * a[2]];
-        let u = [(n[0] + p[0]) * a[0], (n[1] + p[1]) * a[1], (n[2] + p[2]) * a[2]];
+/// The contacts' (f, u = nx + p) as masked blocks of their `N` rows.
+fn blocks<'a, const N: usize>(x: &'a [f64], nx: &'a [f64], p: &'a [f64], act: &'a [f64]) -> impl Iterator<Item = ([f64; N], [f64; N])> + 'a {
+    x.chunks_exact(N).zip(nx.chunks_exact(N)).zip(p.chunks_exact(N)).zip(act.chunks_exact(N)).map(|(((x, n), p), a)| {
+        let f = std::array::from_fn(|r| x[r] * a[r]);
+        let u = std::array::from_fn(|r| (n[r] + p[r]) * a[r]);
         (f, u)
     })
+}
+
+/// The rolling block (f_r1, f_r2, f_tw) clipped to its bounds given the
+/// (projected) normal force f_n: the rolling pair to the disc of radius
+/// μ_r f_n, the twist to [−μ_tw f_n, μ_tw f_n]. As the Coulomb map, a fixed
+/// point of f = P(f − u/L) resists rolling (twisting) below its bound and
+/// opposes it at the bound.
+pub fn project_rolling(f: [f64; 3], f_n: f64, [mu_r, mu_tw]: [f64; 2]) -> [f64; 3] {
+    let d = project_disc([0.0, f[0], f[1]], mu_r * f_n.max(0.0));
+    let g = mu_tw * f_n.max(0.0);
+    [d[1], d[2], f[2].clamp(-g, g)]
+}
+
+/// |f − P(f − u)| of the rolling block with f_n held.
+pub fn rolling_residual(f: [f64; 3], u: [f64; 3], f_n: f64, mu: [f64; 2]) -> f64 {
+    let z = project_rolling([f[0] - u[0], f[1] - u[1], f[2] - u[2]], f_n, mu);
+    ((f[0] - z[0]).powi(2) + (f[1] - z[1]).powi(2) + (f[2] - z[2]).powi(2)).sqrt()
 }
 
 /// |f − P(f − u)|.
@@ -136,11 +192,6 @@ fn natural_map(f: [f64; 3], u: [f64; 3], project: impl Fn([f64; 3]) -> [f64; 3])
 pub fn coulomb_residual(f: [f64; 3], u: [f64; 3], mu: f64) -> f64 {
     let shifted = [u[0] + mu * norm2(u[1], u[2]), u[1], u[2]];
     natural_map(f, shifted, |z| project_cone(z, mu))
-}
-
-/// This rank's largest [`coulomb_residual`] with the coefficients `mu`.
-pub fn coulomb_residual_max(x: &[f64], nx: &[f64], p: &[f64], act: &[f64], mu: &[f64]) -> f64 {
-    blocks(x, nx, p, act).zip(mu).map(|((f, u), &mu)| coulomb_residual(f, u, mu)).fold(0.0, f64::max)
 }
 
 /// |(a, b)|: forces and speeds are far from overflow, so no `hypot` (several

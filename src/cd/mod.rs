@@ -6,9 +6,10 @@
 //!    F_ext is gravity and the `[[load]]`s (at t + Δt);
 //! 2. solve the QP (22) by APGD ([`apgd`], the default without friction) or the LCP (21) by PGS
 //!    ([`pgs`]) or a VI Newton method on N assembled ([`newton`]), warm-started from the previous step's forces; with
-//!    friction, B has two tangential rows per contact and [`coulomb`]
-//!    solves the Coulomb law (or its cone relaxation) by nonsmooth
-//!    Gauss–Seidel (the default) or APGD;
+//!    friction, B has two tangential rows per contact (and with rolling
+//!    resistance three more on the relative angular velocity) and
+//!    [`coulomb`] solves the Coulomb law (or its cone relaxation) by
+//!    nonsmooth Gauss–Seidel (the default) or APGD;
 //! 3. v⁺ = v + Δt M⁻¹ (Bᵀ f + F_ext), q⁺ = q + Δt v⁺, orientation by
 //!    exp(ω⁺ Δt) (semi-implicit Euler, eq 13), on the owned free DOFs.
 //!
@@ -74,6 +75,10 @@ pub const WARM: &str = "f_previous";
 /// tangent plane) and whether the contact slid (then it starts with μ_d).
 pub const WARM_T: &str = "f_t_previous";
 pub const SLIDING: &str = "sliding";
+/// History column with rolling resistance: the previous step's rolling and
+/// twisting forces (moments over R) as one world vector f_r1 t1 + f_r2 t2 +
+/// f_tw n (the warm start, turned onto the new frame).
+pub const WARM_R: &str = "f_roll_previous";
 
 /// The `cd` solver; its warm-start forces live in the World's history.
 #[derive(Default)]
@@ -82,6 +87,8 @@ pub struct CdSolver {
     pub stats: CdStats,
     /// Some material has friction: three rows of B per contact.
     friction: bool,
+    /// Some material has rolling or twisting resistance: six rows.
+    rolling: bool,
     /// Unconverged and too-far steps of the run's earlier starts (their
     /// warnings go on counting from there).
     earlier: [u64; 2],
@@ -106,7 +113,7 @@ impl CdSolver {
             (SolverKind::Cd, Some(s)) => Some(step_control::StepControl::new(scene.simulation.dt, s.dt_min, s.target_iterations)),
             _ => None,
         };
-        Self { friction: friction::frictional(scene), control, ..Self::default() }
+        Self { friction: friction::frictional(scene), rolling: friction::rolling(scene), control, ..Self::default() }
     }
 }
 
@@ -223,10 +230,12 @@ pub fn rhs(op: &ContactOperator, scene: &Scene, bodies: &Bodies, contacts: &Cont
             let w = contacts.normal[i].dot(&wall) + drift(0);
             let (bv, p) = (bvv[rows * i] + w, pv[rows * i] + w);
             pv[rows * i] = p + if e > 0.0 && bv < 0.0 && phi + p < 0.0 { e * bv } else { phi };
-            if rows == 3 {
+            // The rolling rows see no wall (walls do not turn) nor image
+            // (Lees–Edwards moves images, it does not turn them).
+            if rows >= 3 {
                 let (t1, t2) = op.tangents[i];
-                pv[3 * i + 1] += t1.dot(&wall) + drift(1);
-                pv[3 * i + 2] += t2.dot(&wall) + drift(2);
+                pv[rows * i + 1] += t1.dot(&wall) + drift(1);
+                pv[rows * i + 2] += t2.dot(&wall) + drift(2);
             }
         }
     }
@@ -244,6 +253,9 @@ impl Solver for CdSolver {
         let mut contact = vec![Column { name: WARM, width: 1 }];
         if self.friction {
             contact.extend([Column { name: WARM_T, width: 3 }, Column { name: SLIDING, width: 1 }]);
+        }
+        if self.rolling {
+            contact.push(Column { name: WARM_R, width: 3 });
         }
         HistorySpec { body: Vec::new(), contact }
     }
@@ -371,7 +383,11 @@ impl CdSolver {
         let (comm, scene, contacts, dt) = (ctx.comm, ctx.scene, ctx.contacts, ctx.dt);
         let n_owned = ctx.layout.n_owned;
         let nc = contacts.len();
-        let rows = if self.friction { 3 } else { 1 };
+        let rows = match (self.friction, self.rolling) {
+            (false, _) => 1,
+            (true, false) => 3,
+            (true, true) => 6,
+        };
         let nc_global = crate::parallel::sum_u64(comm, nc as u64);
         let ext = external_velocity(scene, bodies, n_owned, ctx.time, dt);
         // Forces (`rows` per contact) and Δt M⁻¹ Bᵀ f per owned body (zero
@@ -391,7 +407,8 @@ impl CdSolver {
             }
             let (st_asm, st_solve) = self.stages.expect("registered above");
             let guard = st_asm.push()?;
-            let mut op = ContactOperator::assemble(comm, bodies, ctx.layout, contacts, dt, self.friction)?;
+            let rolling = self.rolling.then(|| rolling(ctx, bodies));
+            let mut op = ContactOperator::assemble(comm, bodies, ctx.layout, contacts, dt, self.friction, rolling)?;
             let images = exchange::image_velocities(comm, ctx.layout);
             let p = rhs(&op, scene, bodies, contacts, &ext, images.as_ref(), ctx.time, dt)?;
             let mut f = op.contact_vec()?;
@@ -506,11 +523,21 @@ impl CdSolver {
         forces.f_n = (0..nc).map(|i| f_local[rows * i]).collect();
         forces.f_t = (0..nc)
             .map(|i| match tangents.get(i) {
-                Some((t1, t2)) => t1 * f_local[3 * i + 1] + t2 * f_local[3 * i + 2],
+                Some((t1, t2)) => t1 * f_local[rows * i + 1] + t2 * f_local[rows * i + 2],
                 None => Vector3::zeros(),
             })
             .collect();
-        self.keep_history(contacts, forces, &sliding, history);
+        let roll: Vec<Vector3<f64>> = if rows == 6 {
+            (0..nc)
+                .map(|i| match tangents.get(i) {
+                    Some((t1, t2)) => t1 * f_local[6 * i + 3] + t2 * f_local[6 * i + 4] + contacts.normal[i] * f_local[6 * i + 5],
+                    None => Vector3::zeros(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.keep_history(contacts, forces, &sliding, &roll, history);
         Ok((StepReport { iterations, linear_iterations: linear, dt, residual, ..Default::default() }, compatible))
     }
 
@@ -524,10 +551,16 @@ impl CdSolver {
         for i in 0..contacts.len() {
             let Some(row) = h.get(&contacts.key(i)) else { continue };
             out[op.rows * i] = warm.of(row)[0];
-            if op.rows == 3 {
+            let r = op.rows;
+            if r >= 3 {
                 let ft = Vector3::from_column_slice(h.col(WARM_T).of(row));
                 let (t1, t2) = op.tangents[i];
-                (out[3 * i + 1], out[3 * i + 2]) = (ft.dot(&t1), ft.dot(&t2));
+                (out[r * i + 1], out[r * i + 2]) = (ft.dot(&t1), ft.dot(&t2));
+            }
+            if r == 6 {
+                let fr = Vector3::from_column_slice(h.col(WARM_R).of(row));
+                let (t1, t2) = op.tangents[i];
+                (out[6 * i + 3], out[6 * i + 4], out[6 * i + 5]) = (fr.dot(&t1), fr.dot(&t2), fr.dot(&contacts.normal[i]));
             }
         }
         out
@@ -535,11 +568,12 @@ impl CdSolver {
 
     /// The step's contacts keep their rows (other solvers' columns too,
     /// compatible-cd's truss); a contact that disappeared drops its own.
-    fn keep_history(&self, contacts: &Contacts, forces: &ContactForces, sliding: &[bool], history: &mut History) {
+    fn keep_history(&self, contacts: &Contacts, forces: &ContactForces, sliding: &[bool], roll: &[Vector3<f64>], history: &mut History) {
         let keys: rustc_hash::FxHashSet<ContactKey> = (0..contacts.len()).map(|i| contacts.key(i)).collect();
         history.contact.retain(|k| keys.contains(k));
         let warm = history.contact.col(WARM);
         let cols = self.friction.then(|| (history.contact.col(WARM_T), history.contact.col(SLIDING)));
+        let warm_r = self.rolling.then(|| history.contact.col(WARM_R));
         for (i, &fi) in forces.f_n.iter().enumerate() {
             let key = contacts.key(i);
             if fi != 0.0 || history.contact.get(&key).is_some() {
@@ -549,9 +583,35 @@ impl CdSolver {
                     warm_t.of_mut(row).copy_from_slice(forces.f_t[i].as_slice());
                     slid.of_mut(row)[0] = if sliding.get(i).copied().unwrap_or(false) { 1.0 } else { 0.0 };
                 }
+                if let (Some(warm_r), Some(r)) = (&warm_r, roll.get(i)) {
+                    warm_r.of_mut(row).copy_from_slice(r.as_slice());
+                }
             }
         }
     }
+}
+
+/// The rolling radius and (μ_r, μ_tw) of each of the step's contacts:
+/// R = R_a R_b / (R_a + R_b) over the sphere sides (a wall or a mesh is
+/// flat), zero between two meshes (a polyhedron resists rolling by its
+/// shape).
+fn rolling(ctx: &StepContext, bodies: &Bodies) -> operator::Rolling {
+    let contacts = ctx.contacts;
+    let inv = |l: usize| match l {
+        WALL_INDEX => 0.0,
+        l => match ctx.shapes.shape(bodies.shape[l]) {
+            crate::body::Shape::Sphere { radius } => 1.0 / radius,
+            crate::body::Shape::Mesh(_) => 0.0,
+        },
+    };
+    let radius = (0..contacts.len())
+        .map(|i| {
+            let s = inv(contacts.ia[i]) + inv(contacts.ib[i]);
+            if s > 0.0 { 1.0 / s } else { 0.0 }
+        })
+        .collect();
+    let mu = (0..contacts.len()).map(|i| friction::rolling_coefficients(ctx.scene, bodies, contacts, i)).collect();
+    operator::Rolling { radius, mu }
 }
 
 /// Semi-implicit Euler (eq 13) on the owned bodies: v⁺ = v + Δt M⁻¹ F_ext

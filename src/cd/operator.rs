@@ -107,6 +107,33 @@ pub fn row_halves(contacts: &Contacts, i: usize, bodies: &Bodies, d: &Vector3<f6
     (ja, jb)
 }
 
+/// The halves of the rolling (twisting) row about direction `d` at contact
+/// `i`, scaled by its rolling radius `radius`: `B v` is R (ω_b − ω_a)·d, a
+/// speed, so its force is the moment over R (N) and sits beside f_n in the
+/// same units.
+pub fn spin_halves(contacts: &Contacts, i: usize, bodies: &Bodies, d: &Vector3<f64>, radius: f64) -> (Vector6<f64>, Vector6<f64>) {
+    let t = radius * d;
+    let mut ja = Vector6::new(0.0, 0.0, 0.0, -t.x, -t.y, -t.z);
+    clean_row(&mut ja, bodies.dof_mask[contacts.ia[i]]);
+    let ib = contacts.ib[i];
+    let jb = if ib == WALL_INDEX {
+        Vector6::zeros()
+    } else {
+        let mut jb = Vector6::new(0.0, 0.0, 0.0, t.x, t.y, t.z);
+        clean_row(&mut jb, bodies.dof_mask[ib]);
+        jb
+    };
+    (ja, jb)
+}
+
+/// Rolling resistance of one step's contacts: the rolling radius R of each
+/// (R_a R_b / (R_a + R_b) over its spheres; zero, so no rows, between two
+/// meshes) and its (μ_r, μ_tw).
+pub struct Rolling {
+    pub radius: Vec<f64>,
+    pub mu: Vec<[f64; 2]>,
+}
+
 /// Zeroes masked DOFs and round-off entries: a sphere's lever arm r × n is
 /// ~1e-20 |r|, not zero, and keeping it would double B's non-zeros and make
 /// the sphere's rotations look coupled to its contacts.
@@ -129,7 +156,9 @@ pub struct ContactOperator {
     /// B: local rows = `rows` per contact of this rank (normal, then the
     /// two tangents of a frictional scene), local columns = 6·n_owned.
     pub b: Mat,
-    /// Rows of B per contact: 1 (frictionless) or 3 (n, t1, t2).
+    /// Rows of B per contact: 1 (frictionless), 3 (n, t1, t2) or, with
+    /// rolling resistance, 6 (n, t1, t2, r1, r2, tw: the rolling rows about
+    /// t1 and t2, the twisting row about n).
     pub rows: usize,
     /// The tangents (t1, t2) of each contact (empty when `rows` is 1).
     pub tangents: Vec<(Vector3<f64>, Vector3<f64>)>,
@@ -145,6 +174,11 @@ pub struct ContactOperator {
     /// Tangential row halves (t1, t2) per local contact, as `ja`, `jb`
     /// (empty when `rows` is 1).
     pub jt: Vec<[(Vector6<f64>, Vector6<f64>); 2]>,
+    /// Rolling and twisting row halves (r1, r2, tw) per local contact
+    /// (empty when `rows` is not 6).
+    pub jr: Vec<[(Vector6<f64>, Vector6<f64>); 3]>,
+    /// (μ_r, μ_tw) per local contact (empty when `rows` is not 6).
+    pub roll: Vec<[f64; 2]>,
     /// Local indices of each contact's bodies (`ib` may be `WALL_INDEX`).
     pub ia: Vec<usize>,
     pub ib: Vec<usize>,
@@ -161,17 +195,23 @@ pub struct ContactOperator {
 }
 
 impl ContactOperator {
-    /// Assembles B for `contacts`, with two
-    /// tangential rows per contact when `friction`. Collective.
-    pub fn assemble(comm: &Comm, bodies: &Bodies, layout: &Layout, contacts: &Contacts, dt: f64, friction: bool) -> Result<Self> {
+    /// Assembles B for `contacts`, with two tangential rows per contact
+    /// when `friction`, and three rolling rows more with `rolling`.
+    /// Collective.
+    pub fn assemble(comm: &Comm, bodies: &Bodies, layout: &Layout, contacts: &Contacts, dt: f64, friction: bool, rolling: Option<Rolling>) -> Result<Self> {
         let n_owned = layout.n_owned;
         let nc = contacts.len();
-        let rows = if friction { 3 } else { 1 };
+        let rows = match (friction, &rolling) {
+            (false, _) => 1,
+            (true, None) => 3,
+            (true, Some(_)) => 6,
+        };
         let minv: Vec<BlockInverse> = (0..bodies.len()).map(|i| BlockInverse::of(&inverse_mass(bodies, i))).collect();
         let tangents: Vec<(Vector3<f64>, Vector3<f64>)> = if friction { contacts.normal.iter().map(super::friction::tangent_basis).collect() } else { Vec::new() };
         let mut ja = Vec::with_capacity(nc);
         let mut jb = Vec::with_capacity(nc);
         let mut jt = Vec::with_capacity(if friction { nc } else { 0 });
+        let mut jr = Vec::with_capacity(if rows == 6 { nc } else { 0 });
         let mut active = Vec::with_capacity(nc);
         let mut row_act = Vec::with_capacity(rows * nc);
         // Row entries (global column, value) of a row of contact i with
@@ -190,11 +230,16 @@ impl ContactOperator {
                 }
             }
         };
-        // The halves of row k of contact i (k = 0 normal, 1–2 tangents).
+        // The halves of row k of contact i (k = 0 normal, 1–2 tangents,
+        // 3–5 rolling about t1, t2 and twisting about n).
+        let radius = |i: usize| rolling.as_ref().map_or(0.0, |r| r.radius[i]);
         let halves = |i: usize, k: usize| match k {
             0 => jacobian_rows(contacts, i, bodies),
             1 => row_halves(contacts, i, bodies, &tangents[i].0),
-            _ => row_halves(contacts, i, bodies, &tangents[i].1),
+            2 => row_halves(contacts, i, bodies, &tangents[i].1),
+            3 => spin_halves(contacts, i, bodies, &tangents[i].0, radius(i)),
+            4 => spin_halves(contacts, i, bodies, &tangents[i].1, radius(i)),
+            _ => spin_halves(contacts, i, bodies, &contacts.normal[i], radius(i)),
         };
         let mut row = Vec::with_capacity(12);
         let first = layout.offset as PetscInt * 6;
@@ -214,8 +259,12 @@ impl ContactOperator {
                     jb.push(b);
                 } else if k == 1 {
                     jt.push([(a, b), (a, b)]);
-                } else {
+                } else if k == 2 {
                     jt[i][1] = (a, b);
+                } else if k == 3 {
+                    jr.push([(a, b); 3]);
+                } else {
+                    jr[i][k - 3] = (a, b);
                 }
                 // A tangent of a contact without a normal row carries no force.
                 row_act.push(if !row.is_empty() && active[i] { 1.0 } else { 0.0 });
@@ -237,6 +286,8 @@ impl ContactOperator {
             ja,
             jb,
             jt,
+            jr,
+            roll: rolling.map_or(Vec::new(), |r| r.mu),
             ia: contacts.ia.clone(),
             ib: contacts.ib.clone(),
             active,
@@ -289,7 +340,8 @@ impl ContactOperator {
     /// The feasible set `set` over this operator's rows (inactive rows held
     /// at zero).
     pub fn constraint(&self, set: Set) -> Constraint {
-        Constraint { act: self.row_act.clone(), set, scale: None }
+        let roll = if matches!(set, Set::Normal) { Vec::new() } else { self.roll.clone() };
+        Constraint { act: self.row_act.clone(), set, scale: None, roll }
     }
 
     /// The same set with APGD's metric scaled by 1/N_cc, the inverse of

@@ -197,7 +197,9 @@ const CHECK_EVERY: u64 = 4;
 ///   projection, whose fixed points are the cone complementarity problem's.
 ///
 /// W over the active rows only: a 2D scene's out-of-plane tangent is no
-/// part of it.
+/// part of it. With rolling resistance (six rows) the rolling pair and the
+/// twist follow, each a scalar step clipped to its bound from the new f_n
+/// ([`super::friction::project_rolling`]).
 ///
 /// With `anderson` = m > 0 each sweep's forces are mixed with the last m
 /// sweeps' ([`super::anderson`]) and projected back onto the cones. Sweeps
@@ -226,16 +228,28 @@ pub fn pgs_friction(
     anderson: usize,
 ) -> Result<QpResult> {
     let thr = threshold(p, tol)?;
-    debug_assert_eq!(op.rows, 3);
+    let nr = op.rows;
+    debug_assert!(nr == 3 || nr == 6);
     c.project(&mut f.view_mut()?);
     let Sweeps { gather, mut ghost_u, mut u, mut w, pl, mut fl, order } = Sweeps::new(comm, op, layout, n_local_bodies, p, f, order)?;
     let nc = op.n_local();
     let dt = op.dt;
-    // Row halves (normal, t1, t2), M⁻¹ jᵀ of each, and the Delassus blocks.
+    // Row halves (normal, t1, t2; then r1, r2, tw), M⁻¹ jᵀ of each, and the
+    // Delassus blocks.
     let rows: Vec<[(Vector6<f64>, Vector6<f64>); 3]> = (0..nc).map(|i| [(op.ja[i], op.jb[i]), op.jt[i][0], op.jt[i][1]]).collect();
     let wall = |i: usize| op.ib[i] == WALL_INDEX;
-    let m: Vec<[(Vector6<f64>, Vector6<f64>); 3]> = (0..nc)
-        .map(|i| rows[i].map(|(a, b)| (op.minv[op.ia[i]] * a, if wall(i) { Vector6::zeros() } else { op.minv[op.ib[i]] * b })))
+    let times_minv = |i: usize, h: &[(Vector6<f64>, Vector6<f64>); 3]| h.map(|(a, b)| (op.minv[op.ia[i]] * a, if wall(i) { Vector6::zeros() } else { op.minv[op.ib[i]] * b }));
+    let m: Vec<[(Vector6<f64>, Vector6<f64>); 3]> = (0..nc).map(|i| times_minv(i, &rows[i])).collect();
+    let mr: Vec<[(Vector6<f64>, Vector6<f64>); 3]> = op.jr.iter().enumerate().map(|(i, h)| times_minv(i, h)).collect();
+    // The rolling block's steps: 1/λ_max of W over the active rolling pair,
+    // and 1/W of the twist.
+    let roll_steps: Vec<[f64; 2]> = (0..op.jr.len())
+        .map(|i| {
+            let act = &c.act[6 * i + 3..6 * i + 6];
+            let w = Matrix3::from_fn(|r, k| act[r] * act[k] * dt * (op.jr[i][r].0.dot(&mr[i][k].0) + op.jr[i][r].1.dot(&mr[i][k].1)));
+            let inv = |l: f64| if l > 0.0 { 1.0 / l } else { 0.0 };
+            [inv(w.fixed_view::<2, 2>(0, 0).into_owned().symmetric_eigenvalues().max()), inv(w[(2, 2)])]
+        })
         .collect();
     // The steps: 1/λ_max of the block each one acts on (W over the active
     // rows), so that a contact's update alone converges (below 2/λ_max);
@@ -243,7 +257,7 @@ pub fn pgs_friction(
     // exact Gauss–Seidel.
     let steps: Vec<[f64; 3]> = (0..nc)
         .map(|i| {
-            let act = &c.act[3 * i..3 * i + 3];
+            let act = &c.act[nr * i..nr * i + 3];
             let w = Matrix3::from_fn(|r, k| act[r] * act[k] * dt * (rows[i][r].0.dot(&m[i][k].0) + rows[i][r].1.dot(&m[i][k].1)));
             let inv = |l: f64| if l > 0.0 { 1.0 / l } else { 0.0 };
             match c.set {
@@ -259,21 +273,21 @@ pub fn pgs_friction(
         Set::Coulomb(mu) | Set::Cone(mu) => mu,
         Set::Normal => panic!("pgs_friction needs a frictional set"),
     };
-    let velocity = |w: &[Vector6<f64>], i: usize, r: usize| {
-        let (a, b) = &rows[i][r];
+    // B w along one row of contact i, given its halves.
+    let velocity = |w: &[Vector6<f64>], i: usize, (a, b): &(Vector6<f64>, Vector6<f64>)| {
         let mut s = a.dot(&w[op.ia[i]]);
         if !wall(i) {
             s += b.dot(&w[op.ib[i]]);
         }
         dt * s
     };
-    let mut nf = vec![0.0; 3 * nc];
+    let mut nf = vec![0.0; nr * nc];
     let mut sweeps = 0u64;
     let mut res = f64::INFINITY;
-    let mut accel = (anderson > 0).then(|| (Anderson::new(anderson), vec![0.0; 3 * nc]));
+    let mut accel = (anderson > 0).then(|| (Anderson::new(anderson), vec![0.0; nr * nc]));
     // The lowest residual met and its forces: a solve that stops short
     // returns them (a stalled pack's residual wanders by 2-3x between checks).
-    let (mut best, mut best_f) = (f64::INFINITY, Vec::with_capacity(3 * nc));
+    let (mut best, mut best_f) = (f64::INFINITY, Vec::with_capacity(nr * nc));
     loop {
         // The exchange between ranks at every sweep, the residual (about
         // 40 % of a sweep's cost) at every CHECK_EVERY-th after the first ones.
@@ -282,7 +296,12 @@ pub fn pgs_friction(
         if sweeps < CHECK_EVERY || sweeps % CHECK_EVERY == 0 || last {
             for i in 0..nc {
                 for r in 0..3 {
-                    nf[3 * i + r] = velocity(&w, i, r);
+                    nf[nr * i + r] = velocity(&w, i, &rows[i][r]);
+                }
+                if nr == 6 {
+                    for r in 0..3 {
+                        nf[6 * i + 3 + r] = velocity(&w, i, &op.jr[i][r]);
+                    }
                 }
             }
             res = crate::parallel::max_f64(comm, c.residual(&fl, &nf, &pl));
@@ -300,26 +319,28 @@ pub fn pgs_friction(
             x.copy_from_slice(&fl);
         }
         for &i in &order {
-            let act = &c.act[3 * i..3 * i + 3];
+            let act = &c.act[nr * i..nr * i + nr];
             if !op.active[i] {
-                fl[3 * i..3 * i + 3].fill(0.0);
+                fl[nr * i..nr * i + nr].fill(0.0);
                 continue;
             }
             // Half steps on a contact with a ghost, as in `pgs`.
             let omega = if !wall(i) && op.ib[i] >= op.n_owned { 0.5 } else { 1.0 };
-            let u_at = |w: &[Vector6<f64>], r: usize| (velocity(w, i, r) + pl[3 * i + r]) * act[r];
-            // Row r of contact i to `new`, w following.
-            let apply = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, new: f64| {
-                let d = new - fl[3 * i + r];
+            // u of row r (0–2 frictional, 3–5 rolling).
+            let u_at = |w: &[Vector6<f64>], r: usize| (velocity(w, i, if r < 3 { &rows[i][r] } else { &op.jr[i][r - 3] }) + pl[nr * i + r]) * act[r];
+            // Row r of contact i to `new`, w following (`mi`: M⁻¹ of its halves).
+            let set_row = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, (ma, mb): &(Vector6<f64>, Vector6<f64>), new: f64| {
+                let d = new - fl[nr * i + r];
                 if d != 0.0 {
-                    w[op.ia[i]] += m[i][r].0 * d;
+                    w[op.ia[i]] += ma * d;
                     if !wall(i) {
-                        w[op.ib[i]] += m[i][r].1 * d;
+                        w[op.ib[i]] += mb * d;
                     }
-                    fl[3 * i + r] = new;
+                    fl[nr * i + r] = new;
                 }
             };
-            let old = [fl[3 * i], fl[3 * i + 1], fl[3 * i + 2]];
+            let apply = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, new: f64| set_row(w, fl, r, &m[i][r], new);
+            let old = [fl[nr * i], fl[nr * i + 1], fl[nr * i + 2]];
             match c.set {
                 Set::Cone(_) => {
                     let z: [f64; 3] = std::array::from_fn(|r| (old[r] - omega * steps[i][r] * u_at(&w, r)) * act[r]);
@@ -337,6 +358,16 @@ pub fn pgs_friction(
                     apply(&mut w, &mut fl, 1, z[1]);
                     apply(&mut w, &mut fl, 2, z[2]);
                 }
+            }
+            if nr == 6 {
+                // The rolling pair, then the twist, bounded by the new f_n.
+                let (f_n, [s_r, s_tw]) = (fl[6 * i], roll_steps[i]);
+                let step = |w: &[Vector6<f64>], fl: &[f64], r: usize, s: f64| (fl[6 * i + r] - omega * s * u_at(w, r)) * act[r];
+                let z = super::friction::project_rolling([step(&w, &fl, 3, s_r), step(&w, &fl, 4, s_r), 0.0], f_n, c.roll[i]);
+                set_row(&mut w, &mut fl, 3, &mr[i][0], z[0]);
+                set_row(&mut w, &mut fl, 4, &mr[i][1], z[1]);
+                let z = super::friction::project_rolling([0.0, 0.0, step(&w, &fl, 5, s_tw)], f_n, c.roll[i]);
+                set_row(&mut w, &mut fl, 5, &mr[i][2], z[2]);
             }
         }
         if let Some((acc, x)) = &mut accel {

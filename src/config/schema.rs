@@ -419,6 +419,20 @@ pub struct MaterialCfg {
     /// Dynamic coefficient μ_d (defaults to μ_s; the mean of the two, as μ_s).
     #[schemars(extend("x-unit" = "1", "x-default" = "friction"))]
     pub friction_dynamic: Option<f64>,
+    /// Rolling resistance μ_r of `cd`: a contact with a sphere resists the
+    /// relative rolling of its bodies with a moment of at most μ_r R f_n
+    /// (R = R_a R_b / (R_a + R_b) over its spheres; a wall or mesh side
+    /// counts as flat), stopping a rolling sphere at (5/7) μ_r g. The mean of
+    /// the two materials' (a wall its own). Refused by compatible-cd.
+    #[serde(default)]
+    #[schemars(extend("x-unit" = "1", "x-solvers" = ["cd"]))]
+    pub rolling_friction: f64,
+    /// Twisting resistance μ_tw of `cd`: the moment about the contact normal
+    /// is at most μ_tw R f_n (R as for `rolling_friction`), so a sphere
+    /// spinning on its single contact stops. The mean of the two materials'.
+    #[serde(default)]
+    #[schemars(extend("x-unit" = "1", "x-solvers" = ["cd"]))]
+    pub twisting_friction: f64,
     /// Normal restitution e_n (a contact uses the smaller of its two
     /// materials'); the DEM damps with `dem.damping` instead.
     #[serde(default)]

@@ -34,6 +34,9 @@ pub struct Material {
     pub poisson: Option<f64>,
     pub friction_static: f64,
     pub friction_dynamic: f64,
+    /// cd's rolling and twisting resistances μ_r, μ_tw.
+    pub rolling_friction: f64,
+    pub twisting_friction: f64,
     pub restitution: f64,
 }
 

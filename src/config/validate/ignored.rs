@@ -49,6 +49,12 @@ pub(super) fn ignored(c: &Ctx, cfg: &Config, text: &str) -> Vec<Ignored> {
             if !restitution.is_empty() {
                 out.push(c.warn(format!("{} {} (the DEM damps with dem.damping)", restitution.join(", "), are(&restitution, &by))));
             }
+            let rolling = material_keys(&cfg.material, |m| {
+                [("rolling_friction", m.rolling_friction), ("twisting_friction", m.twisting_friction)].into_iter().filter(|(_, v)| *v > 0.0).map(|(k, _)| k).collect()
+            });
+            if !rolling.is_empty() {
+                out.push(c.warn(format!("{} {} (the DEM has no rolling resistance)", rolling.join(", "), are(&rolling, &by))));
+            }
         }
     }
     out
@@ -128,6 +134,19 @@ mod tests {
         let e = with("cd", "", "friction_dynamic = 0.2", "[solver]\nmethod = \"newton\"\n").unwrap_err().to_string();
         assert_eq!(e, "t.toml: solver.method: \"newton\" is frictionless and material[1] has friction (use method = \"auto\", the default, \"pgs\" or \"apgd\")");
         assert!(warnings("dem", "friction = 0.5", "").is_empty());
+    }
+
+    #[test]
+    fn rolling_resistance_is_cds_warned_of_by_the_dem_and_refused_by_compatible_cd_and_newton() {
+        assert!(warnings("cd", "rolling_friction = 0.1", "twisting_friction = 0.05").is_empty());
+        let w = warnings("dem", "friction = 0.5\nrolling_friction = 0.1", "twisting_friction = 0.05");
+        assert_eq!(w, ["t.toml: material[0].rolling_friction, material[1].twisting_friction are ignored by solver \"dem\" (the DEM has no rolling resistance)"]);
+        let e = with("compatible-cd", "friction = 0.5", "twisting_friction = 0.05", "").unwrap_err().to_string();
+        assert_eq!(e, "t.toml: material[1].twisting_friction: compatible-cd has no rolling or twisting resistance (use solver = \"cd\", or set it to 0)");
+        let e = with("cd", "rolling_friction = 0.1", "", "[solver]\nmethod = \"newton\"\n").unwrap_err().to_string();
+        assert_eq!(e, "t.toml: solver.method: \"newton\" is frictionless and material[0] has rolling_friction (use method = \"auto\", the default, \"pgs\" or \"apgd\")");
+        let e = with("cd", "rolling_friction = -0.1", "", "").unwrap_err().to_string();
+        assert_eq!(e, "t.toml: material[0].rolling_friction: must be zero or positive, got -0.1");
     }
 
     #[test]

@@ -85,6 +85,8 @@ pub(super) fn materials(c: &Ctx, cfg: &[MaterialCfg]) -> Result<Vec<Material>, C
             poisson: m.poisson,
             friction_static: mu_s,
             friction_dynamic: mu_d,
+            rolling_friction: c.non_negative(&key("rolling_friction"), m.rolling_friction)?,
+            twisting_friction: c.non_negative(&key("twisting_friction"), m.twisting_friction)?,
             restitution: m.restitution,
         });
     }

@@ -67,6 +67,20 @@ pub(super) fn check_friction(
     solver: &SolverOwned<SolverSettings>,
     compat_method: Option<crate::scene::CompatMethod>,
 ) -> Result<(), ConfigError> {
+    // Rolling and twisting rows are cd's alone: compatible-cd's
+    // compatibility problem has no moments at its contacts.
+    let rolling = materials.iter().enumerate().find_map(|(i, m)| {
+        if m.rolling_friction > 0.0 {
+            Some((i, "rolling_friction"))
+        } else if m.twisting_friction > 0.0 {
+            Some((i, "twisting_friction"))
+        } else {
+            None
+        }
+    });
+    if let (Some((i, key)), SolverKind::CompatibleCd) = (rolling, sim.solver) {
+        return Err(c.err(format!("material[{i}].{key}"), "compatible-cd has no rolling or twisting resistance (use solver = \"cd\", or set it to 0)"));
+    }
     let with = materials.iter().enumerate().find_map(|(i, m)| {
         if m.friction > 0.0 {
             Some((i, "friction"))
@@ -76,12 +90,12 @@ pub(super) fn check_friction(
             None
         }
     });
-    let Some((i, key)) = with else { return Ok(()) };
+    let Some((i, key)) = with.or(rolling) else { return Ok(()) };
     if sim.solver == SolverKind::CompatibleCd && compat_method == Some(crate::scene::CompatMethod::AugmentedLagrangian) {
         return Err(c.err("compatibility.method", format!("\"augmented-lagrangian\" is frictionless and material[{i}] has {key} (use method = \"newton\", the default, or \"apgd\")")));
     }
     if solver.get().map(|s| s.method) == Some(crate::scene::CdMethod::Newton) {
-        return Err(c.err("solver.method", format!("\"newton\" is frictionless and material[{i}] has friction (use method = \"auto\", the default, \"pgs\" or \"apgd\")")));
+        return Err(c.err("solver.method", format!("\"newton\" is frictionless and material[{i}] has {} (use method = \"auto\", the default, \"pgs\" or \"apgd\")", if key.starts_with("friction") { "friction" } else { key })));
     }
     Ok(())
 }
