@@ -23,12 +23,16 @@ fn pile(solver: &str, t_end: f64, dt: f64, extra: &str) -> Spheres {
 }
 
 
-fn check(solver: &str, np: usize, dt: f64, extra: &str, friction: bool) {
+/// The material lines of the frictional checks.
+const FRICTION: &str = "friction = 0.5\nfriction_dynamic = 0.4";
+
+/// `material`: further lines of the material (with friction, its
+/// tangential history is checked too).
+fn check(solver: &str, np: usize, dt: f64, extra: &str, material: &str) {
     let tmp = tempfile::tempdir().unwrap();
-    // With friction, its tangential history is checked too.
     let text = |t_end: f64, out: &Path| {
         let t = pile(solver, t_end, dt, extra).toml().replace("OUTDIR", &out.display().to_string());
-        if friction { t.replace("density = 1000.0", "density = 1000.0\nfriction = 0.5\nfriction_dynamic = 0.4") } else { t }
+        t.replace("density = 1000.0", &format!("density = 1000.0\n{material}"))
     };
     let (n, t_full) = (100u64, 200.0 * dt);
     let full = tmp.path().join("full");
@@ -55,7 +59,7 @@ fn check(solver: &str, np: usize, dt: f64, extra: &str, friction: bool) {
 #[test]
 fn cd_restarts_bit_for_bit_on_1_and_2_ranks() {
     for np in [1, 2] {
-        check("cd", np, 1e-3, "", false);
+        check("cd", np, 1e-3, "", "");
     }
 }
 
@@ -64,7 +68,16 @@ fn cd_restarts_bit_for_bit_on_1_and_2_ranks() {
 #[test]
 fn frictional_cd_restarts_bit_for_bit_on_1_and_2_ranks() {
     for np in [1, 2] {
-        check("cd", np, 1e-3, "", true);
+        check("cd", np, 1e-3, "", FRICTION);
+    }
+}
+
+/// cd with rolling and twisting resistance: their warm-start moments are
+/// in the checkpoint too.
+#[test]
+fn cd_with_rolling_resistance_restarts_bit_for_bit_on_1_and_2_ranks() {
+    for np in [1, 2] {
+        check("cd", np, 1e-3, "", &format!("{FRICTION}\nrolling_friction = 0.1\ntwisting_friction = 0.05"));
     }
 }
 
@@ -102,7 +115,7 @@ fn frictional_cd_with_step_control_restarts_bit_for_bit_on_1_and_2_ranks() {
 #[test]
 fn compatible_cd_restarts_bit_for_bit_on_1_and_2_ranks() {
     for np in [1, 2] {
-        check("compatible-cd", np, 1e-3, "[compatibility]\nevery = 1\n", false);
+        check("compatible-cd", np, 1e-3, "[compatibility]\nevery = 1\n", "");
     }
 }
 
@@ -112,7 +125,7 @@ fn compatible_cd_restarts_bit_for_bit_on_1_and_2_ranks() {
 #[test]
 fn frictional_compatible_cd_restarts_bit_for_bit_on_1_and_2_ranks() {
     for np in [1, 2] {
-        check("compatible-cd", np, 1e-3, "[compatibility]\nevery = 1\n", true);
+        check("compatible-cd", np, 1e-3, "[compatibility]\nevery = 1\n", FRICTION);
     }
 }
 
@@ -124,7 +137,7 @@ fn dem_restarts_bit_for_bit_on_1_and_2_ranks() {
             np,
             2e-4,
             "[contact]\ndistance = 0.005\n\n[dem]\ngbar = 0.002\nf = 0.5\neps1 = 1.0e5\nn1 = 1.5\nn2 = -2.0\ndamping = 0.2\n",
-            true,
+            FRICTION,
         );
     }
 }

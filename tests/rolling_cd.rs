@@ -1,7 +1,8 @@
 //! Rolling and twisting resistance in `cd`: a sphere rolling on the floor
 //! stops at (5/7) μ_r g, one on an incline holds below tan θ = μ_r and rolls
 //! at (5/7) g (sin θ − μ_r cos θ) above, a sphere spinning on a fixed sphere
-//! stops at (5/2) μ_tw g R / r² with R the pair's rolling radius; the
+//! stops at (5/2) μ_tw g R / r² with R the pair's rolling radius (and the
+//! frames hold the moment, μ_r R m g on the floor); the
 //! default nonsmooth Gauss–Seidel and APGD alike, on 1 and 2 ranks; and a
 //! thrown pour with rolling resistance whose contacts and velocities do not
 //! depend on the rank count.
@@ -57,6 +58,12 @@ fn a_sphere_rolling_on_the_floor_stops_at_five_sevenths_mu_r_g_and_stays_stopped
         let a = accel(at(0.01), at(0.25));
         let s = fr.iter().filter(|f| f.t <= 0.25).map(slip).fold(0.0, f64::max);
         let rest = fr.iter().filter(|f| f.t >= 0.3).map(|f| f.vel[0][0].abs() + R * f.omega[0][1].abs()).fold(0.0, f64::max);
+        // The frames' moment on the floor (body b): μ_r R m g about +y, the
+        // sphere receiving the opposite against its rolling.
+        let m = 1000.0 * 4.0 / 3.0 * std::f64::consts::PI * R.powi(3);
+        let want = [0.0, mu_r * R * m * G, 0.0];
+        let got = at(0.1).contacts[0].moment_rolling;
+        assert!((0..3).all(|k| (got[k] - want[k]).abs() <= 1e-9 * want[1]), "{method}, {np} rank(s): moment_rolling {got:?}, want {want:?}");
         eprintln!("{method}, {np} rank(s): a = {a} (exact {exact}), slip ≤ {s:.2e} m/s, at rest ≤ {rest:.2e} m/s");
         assert!((a - exact).abs() <= 1e-6 * exact.abs(), "{method}, {np} rank(s): a = {a}, exact {exact}");
         assert!(s <= 1e-9, "{method}, {np} rank(s): it slips at {s} m/s");

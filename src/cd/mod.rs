@@ -33,7 +33,7 @@ use crate::scene::{CdMethod, CdScaling, Scene, SolverKind};
 use crate::contact::ContactKey;
 use crate::io::SolverState;
 use crate::parallel::records::FlatRecords;
-use crate::solver::{Column, ContactForces, History, HistorySpec, Plan, SolverError, Solver, StateError, StepContext, StepReport, World};
+use crate::solver::{Column, ContactField, ContactForces, History, HistorySpec, Plan, SolverError, Solver, StateError, StepContext, StepReport, World};
 use nalgebra::{UnitQuaternion, Vector3, Vector6};
 use friction::Set;
 use operator::ContactOperator;
@@ -89,6 +89,9 @@ pub struct CdSolver {
     friction: bool,
     /// Some material has rolling or twisting resistance: six rows.
     rolling: bool,
+    /// With `rolling`: the last step's rolling and twisting moment on body
+    /// b of each contact (world frame; body a receives the opposite).
+    moment_rolling: Vec<Vector3<f64>>,
     /// Unconverged and too-far steps of the run's earlier starts (their
     /// warnings go on counting from there).
     earlier: [u64; 2],
@@ -325,6 +328,18 @@ impl Solver for CdSolver {
     fn resume_counters(&mut self, earlier: &dyn Fn(&str) -> u64) {
         self.earlier = [earlier("cd_steps_not_converged"), earlier("cd_steps_beyond_contact_distance")];
     }
+
+    /// With rolling resistance `moment_rolling`: the rolling and twisting
+    /// moment on body b of each contact (world frame), body a receiving
+    /// the opposite.
+    fn contact_fields(&self, contacts: &Contacts) -> Vec<ContactField> {
+        if !self.rolling {
+            return Vec::new();
+        }
+        let mut values: Vec<f64> = self.moment_rolling.iter().flat_map(|m| [m.x, m.y, m.z]).collect();
+        values.resize(3 * contacts.len(), 0.0);
+        vec![ContactField { name: "moment_rolling", width: 3, values, replaces: None }]
+    }
 }
 
 impl CdSolver {
@@ -401,6 +416,7 @@ impl CdSolver {
         let mut linear = 0;
         let mut residual = None;
         let mut compatible = Vec::new();
+        let mut radius = Vec::new();
         if nc_global > 0 {
             if self.stages.is_none() {
                 self.stages = Some((Stage::register("CD assembly")?, Stage::register("CD solve")?));
@@ -408,6 +424,7 @@ impl CdSolver {
             let (st_asm, st_solve) = self.stages.expect("registered above");
             let guard = st_asm.push()?;
             let rolling = self.rolling.then(|| rolling(ctx, bodies));
+            radius = rolling.as_ref().map_or(Vec::new(), |r| r.radius.clone());
             let mut op = ContactOperator::assemble(comm, bodies, ctx.layout, contacts, dt, self.friction, rolling)?;
             let images = exchange::image_velocities(comm, ctx.layout);
             let p = rhs(&op, scene, bodies, contacts, &ext, images.as_ref(), ctx.time, dt)?;
@@ -538,6 +555,8 @@ impl CdSolver {
             Vec::new()
         };
         self.keep_history(contacts, forces, &sliding, &roll, history);
+        // The moments themselves: R times the rows' forces.
+        self.moment_rolling = roll.iter().zip(&radius).map(|(f, r)| f * *r).collect();
         Ok((StepReport { iterations, linear_iterations: linear, dt, residual, ..Default::default() }, compatible))
     }
 

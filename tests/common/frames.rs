@@ -14,6 +14,8 @@ pub struct Contact {
     /// compatible-cd's normal and tangential forces (zero when absent).
     pub force_compatible: f64,
     pub force_compatible_tangent: [f64; 3],
+    /// cd's rolling and twisting moment on body b (zero when absent).
+    pub moment_rolling: [f64; 3],
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +53,7 @@ pub fn frames(dir: &Path) -> Vec<Frame> {
         let has = |name: &str| c.member_names().unwrap().iter().any(|m| m == name);
         let fc = if has("force_compatible") { c.dataset("force_compatible").unwrap().read_raw::<f64>().unwrap() } else { vec![0.0; fnorm.len()] };
         let fct = if has("force_compatible_tangent") { rows::<3>(&c, "force_compatible_tangent") } else { vec![[0.0; 3]; fnorm.len()] };
+        let mr = if has("moment_rolling") { rows::<3>(&c, "moment_rolling") } else { vec![[0.0; 3]; fnorm.len()] };
         let contacts = (0..fnorm.len())
             .map(|k| Contact {
                 body_a: body_a[k],
@@ -62,6 +65,7 @@ pub fn frames(dir: &Path) -> Vec<Frame> {
                 normal: normal[k],
                 force_compatible: fc[k],
                 force_compatible_tangent: fct[k],
+                moment_rolling: mr[k],
             })
             .collect();
         out.push(Frame {
