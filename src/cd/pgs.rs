@@ -57,7 +57,7 @@ use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::petsc::{Mat, PetscInt, Result, SplitCsr, Vector};
 use crate::scene::PgsOrder;
-use nalgebra::{Matrix3, Vector6};
+use nalgebra::{Matrix3, Vector3, Vector6};
 
 /// Gathers the ghost bodies' entries of a body vector: rows = 6 per ghost
 /// of this rank, one 1 per row at the ghost's global DOF.
@@ -269,6 +269,18 @@ pub fn pgs_friction(
             }
         })
         .collect();
+    // The rolling rows act on rotations alone: their halves and M⁻¹ of
+    // them by their angular parts (the linear ones are zero), half the work.
+    let ang = |h: &(Vector6<f64>, Vector6<f64>)| (h.0.fixed_rows::<3>(3).into_owned(), h.1.fixed_rows::<3>(3).into_owned());
+    let jr3: Vec<[(Vector3<f64>, Vector3<f64>); 3]> = op.jr.iter().map(|h| h.each_ref().map(ang)).collect();
+    let mr3: Vec<[(Vector3<f64>, Vector3<f64>); 3]> = mr.iter().map(|h| h.each_ref().map(ang)).collect();
+    let spin_velocity = |w: &[Vector6<f64>], i: usize, (a, b): &(Vector3<f64>, Vector3<f64>)| {
+        let mut s = a.dot(&w[op.ia[i]].fixed_rows::<3>(3));
+        if !wall(i) {
+            s += b.dot(&w[op.ib[i]].fixed_rows::<3>(3));
+        }
+        dt * s
+    };
     let mu: &[f64] = match &c.set {
         Set::Coulomb(mu) | Set::Cone(mu) => mu,
         Set::Normal => panic!("pgs_friction needs a frictional set"),
@@ -300,7 +312,7 @@ pub fn pgs_friction(
                 }
                 if nr == 6 {
                     for r in 0..3 {
-                        nf[6 * i + 3 + r] = velocity(&w, i, &op.jr[i][r]);
+                        nf[6 * i + 3 + r] = spin_velocity(&w, i, &jr3[i][r]);
                     }
                 }
             }
@@ -327,7 +339,7 @@ pub fn pgs_friction(
             // Half steps on a contact with a ghost, as in `pgs`.
             let omega = if !wall(i) && op.ib[i] >= op.n_owned { 0.5 } else { 1.0 };
             // u of row r (0–2 frictional, 3–5 rolling).
-            let u_at = |w: &[Vector6<f64>], r: usize| (velocity(w, i, if r < 3 { &rows[i][r] } else { &op.jr[i][r - 3] }) + pl[nr * i + r]) * act[r];
+            let u_at = |w: &[Vector6<f64>], r: usize| (if r < 3 { velocity(w, i, &rows[i][r]) } else { spin_velocity(w, i, &jr3[i][r - 3]) } + pl[nr * i + r]) * act[r];
             // Row r of contact i to `new`, w following (`mi`: M⁻¹ of its halves).
             let set_row = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, (ma, mb): &(Vector6<f64>, Vector6<f64>), new: f64| {
                 let d = new - fl[nr * i + r];
@@ -340,6 +352,20 @@ pub fn pgs_friction(
                 }
             };
             let apply = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, new: f64| set_row(w, fl, r, &m[i][r], new);
+            // A rolling row (r = 3–5) to `new`: only the rotations move.
+            let set_spin = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, new: f64| {
+                let d = new - fl[6 * i + r];
+                if d != 0.0 {
+                    let (ma, mb) = &mr3[i][r - 3];
+                    let mut wa = w[op.ia[i]].fixed_rows_mut::<3>(3);
+                    wa += ma * d;
+                    if !wall(i) {
+                        let mut wb = w[op.ib[i]].fixed_rows_mut::<3>(3);
+                        wb += mb * d;
+                    }
+                    fl[6 * i + r] = new;
+                }
+            };
             let old = [fl[nr * i], fl[nr * i + 1], fl[nr * i + 2]];
             match c.set {
                 Set::Cone(_) => {
@@ -364,10 +390,10 @@ pub fn pgs_friction(
                 let (f_n, [s_r, s_tw]) = (fl[6 * i], roll_steps[i]);
                 let step = |w: &[Vector6<f64>], fl: &[f64], r: usize, s: f64| (fl[6 * i + r] - omega * s * u_at(w, r)) * act[r];
                 let z = super::friction::project_rolling([step(&w, &fl, 3, s_r), step(&w, &fl, 4, s_r), 0.0], f_n, c.roll[i]);
-                set_row(&mut w, &mut fl, 3, &mr[i][0], z[0]);
-                set_row(&mut w, &mut fl, 4, &mr[i][1], z[1]);
+                set_spin(&mut w, &mut fl, 3, z[0]);
+                set_spin(&mut w, &mut fl, 4, z[1]);
                 let z = super::friction::project_rolling([0.0, 0.0, step(&w, &fl, 5, s_tw)], f_n, c.roll[i]);
-                set_row(&mut w, &mut fl, 5, &mr[i][2], z[2]);
+                set_spin(&mut w, &mut fl, 5, z[2]);
             }
         }
         if let Some((acc, x)) = &mut accel {
