@@ -340,18 +340,17 @@ pub fn pgs_friction(
             let omega = if !wall(i) && op.ib[i] >= op.n_owned { 0.5 } else { 1.0 };
             // u of row r (0–2 frictional, 3–5 rolling).
             let u_at = |w: &[Vector6<f64>], r: usize| (if r < 3 { velocity(w, i, &rows[i][r]) } else { spin_velocity(w, i, &jr3[i][r - 3]) } + pl[nr * i + r]) * act[r];
-            // Row r of contact i to `new`, w following (`mi`: M⁻¹ of its halves).
-            let set_row = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, (ma, mb): &(Vector6<f64>, Vector6<f64>), new: f64| {
+            // Row r (0–2) of contact i to `new`, w following.
+            let apply = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, new: f64| {
                 let d = new - fl[nr * i + r];
                 if d != 0.0 {
-                    w[op.ia[i]] += ma * d;
+                    w[op.ia[i]] += m[i][r].0 * d;
                     if !wall(i) {
-                        w[op.ib[i]] += mb * d;
+                        w[op.ib[i]] += m[i][r].1 * d;
                     }
                     fl[nr * i + r] = new;
                 }
             };
-            let apply = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, new: f64| set_row(w, fl, r, &m[i][r], new);
             // A rolling row (r = 3–5) to `new`: only the rotations move.
             let set_spin = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, new: f64| {
                 let d = new - fl[6 * i + r];
