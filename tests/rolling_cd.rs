@@ -52,8 +52,11 @@ fn a_sphere_rolling_on_the_floor_stops_at_five_sevenths_mu_r_g_and_stays_stopped
     let mu_r = 0.1;
     let exact = -5.0 / 7.0 * mu_r * G;
     // From 0.2 m/s it stops at t = 0.28 s.
-    for (np, method) in [(1, "auto"), (2, "auto"), (1, "apgd"), (2, "apgd")] {
-        let fr = rolling_sphere(np, dir.path(), &format!("floor-{np}-{method}"), 0.0, 0.2, &format!("rolling_friction = {mu_r:?}"), 0.4, &format!("method = \"{method}\""));
+    // Both laws: the cone relaxation's rows take the same rolling bound.
+    for (np, method, law) in [(1, "auto", "coulomb"), (2, "auto", "coulomb"), (1, "apgd", "coulomb"), (2, "apgd", "coulomb"), (2, "auto", "cone"), (2, "apgd", "cone")] {
+        let extra = format!("method = \"{method}\"\nfriction_law = \"{law}\"");
+        let fr = rolling_sphere(np, dir.path(), &format!("floor-{np}-{method}-{law}"), 0.0, 0.2, &format!("rolling_friction = {mu_r:?}"), 0.4, &extra);
+        let method = format!("{method} ({law})");
         let at = |t: f64| fr.iter().find(|f| (f.t - t).abs() < 1e-9).unwrap();
         let a = accel(at(0.01), at(0.25));
         let s = fr.iter().filter(|f| f.t <= 0.25).map(slip).fold(0.0, f64::max);
