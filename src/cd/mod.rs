@@ -398,11 +398,7 @@ impl CdSolver {
         let (comm, scene, contacts, dt) = (ctx.comm, ctx.scene, ctx.contacts, ctx.dt);
         let n_owned = ctx.layout.n_owned;
         let nc = contacts.len();
-        let rows = match (self.friction, self.rolling) {
-            (false, _) => 1,
-            (true, false) => 3,
-            (true, true) => 6,
-        };
+        let rows = operator::rows_per_contact(self.friction, self.rolling);
         let nc_global = crate::parallel::sum_u64(comm, nc as u64);
         let ext = external_velocity(scene, bodies, n_owned, ctx.time, dt);
         // Forces (`rows` per contact) and Δt M⁻¹ Bᵀ f per owned body (zero

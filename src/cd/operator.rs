@@ -151,6 +151,16 @@ fn clean_row(j: &mut Vector6<f64>, mask: u8) {
     });
 }
 
+/// Rows of B per contact: 1 frictionless, 3 with friction (n, t1, t2), 6
+/// with rolling resistance as well (then r1, r2, tw).
+pub fn rows_per_contact(friction: bool, rolling: bool) -> usize {
+    match (friction, rolling) {
+        (false, _) => 1,
+        (true, false) => 3,
+        (true, true) => 6,
+    }
+}
+
 /// B, M⁻¹ and the per-contact data of one step on this rank.
 pub struct ContactOperator {
     /// B: local rows = `rows` per contact of this rank (normal, then the
@@ -201,11 +211,7 @@ impl ContactOperator {
     pub fn assemble(comm: &Comm, bodies: &Bodies, layout: &Layout, contacts: &Contacts, dt: f64, friction: bool, rolling: Option<Rolling>) -> Result<Self> {
         let n_owned = layout.n_owned;
         let nc = contacts.len();
-        let rows = match (friction, &rolling) {
-            (false, _) => 1,
-            (true, None) => 3,
-            (true, Some(_)) => 6,
-        };
+        let rows = rows_per_contact(friction, rolling.is_some());
         let minv: Vec<BlockInverse> = (0..bodies.len()).map(|i| BlockInverse::of(&inverse_mass(bodies, i))).collect();
         let tangents: Vec<(Vector3<f64>, Vector3<f64>)> = if friction { contacts.normal.iter().map(super::friction::tangent_basis).collect() } else { Vec::new() };
         let mut ja = Vec::with_capacity(nc);
