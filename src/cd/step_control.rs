@@ -19,6 +19,11 @@ const STEP_OVERHEAD: f64 = 20.0;
 const GROW_AFTER: u32 = 4;
 /// Steps after which a rung's cost is forgotten: the pack has changed.
 const MEMORY: u64 = 100;
+/// A longer rung known to be cheaper is gone back to only if measured
+/// within this many steps (just tried): an older cheap figure, from a pack
+/// falling freely, says nothing of the pack now forming, and a long step
+/// taken on it can cost a hundred times the sweeps.
+const RECENT: u64 = 2 * GROW_AFTER as u64;
 /// Width of a checkpointed state before the rungs' (level, easy, steps).
 const HEAD: usize = 3;
 
@@ -36,8 +41,9 @@ pub struct StepControl {
     easy: u32,
     /// Steps taken under this controller.
     steps: u64,
-    /// Per rung: (running mean of the step's cost in iterations, the step
-    /// it was last updated at).
+    /// Per rung: (running estimate of the step's cost in iterations, up to
+    /// a harder step at once and down by halves; the step it was last
+    /// updated at).
     cost: Vec<Option<(f64, u64)>>,
 }
 
@@ -58,8 +64,13 @@ impl StepControl {
     /// A rung's cost per unit of simulated time (in iterations per dt_max),
     /// if measured within the last [`MEMORY`] steps.
     fn rate(&self, level: u32) -> Option<f64> {
+        self.rate_within(level, MEMORY)
+    }
+
+    /// [`Self::rate`] if measured within the last `age` steps.
+    fn rate_within(&self, level: u32, age: u64) -> Option<f64> {
         let (mean, at) = self.cost.get(level as usize).copied().flatten()?;
-        (self.steps - at <= MEMORY).then(|| mean * 2f64.powi(level as i32))
+        (self.steps - at <= age).then(|| mean * 2f64.powi(level as i32))
     }
 
     /// After a step at [`Self::dt`] that took `iterations` and did or did
@@ -71,21 +82,25 @@ impl StepControl {
         let fresh = self.rate(k).is_some();
         let slot = &mut self.cost[k as usize];
         *slot = Some(match *slot {
-            Some((mean, _)) if fresh => (0.5 * (mean + c), self.steps),
+            // Up at once, down by halves: a rung is judged by its hard steps
+            // (a forming pack's long steps alternate between a few hundred
+            // sweeps and a few thousand).
+            Some((mean, _)) if fresh => (c.max(0.5 * (mean + c)), self.steps),
             _ => (c, self.steps),
         });
         let here = self.rate(k).expect("updated above");
         let easy = converged && iterations <= self.target;
         self.easy = if easy { self.easy + 1 } else { 0 };
-        let longer = (k > 0).then(|| self.rate(k - 1));
         let shorter = (k < self.levels).then(|| self.rate(k + 1));
-        // The longer rung was cheaper per simulated time: go back to it;
-        // or its cost is unknown and the steps here are easy: try it.
-        let grow = match longer {
-            Some(Some(r)) => r < here,
-            Some(None) => self.easy >= GROW_AFTER,
-            None => false,
-        };
+        // The longer rung, just tried, was cheaper per simulated time: go
+        // back to it; or the steps here are easy and it is not known to
+        // cost more: try it.
+        let grow = k > 0
+            && match (self.rate_within(k - 1, RECENT), self.rate(k - 1)) {
+                (Some(r), _) if r < here => true,
+                (_, Some(r)) if r >= here => false,
+                _ => self.easy >= GROW_AFTER,
+            };
         // A step above the target tries the shorter rung unless that is
         // known to cost more.
         let shrink = !easy && shorter.is_some_and(|r| r.map_or(true, |r| r < here));
@@ -149,6 +164,43 @@ mod tests {
         assert!(levels.iter().all(|&l| l == 1 || l == 2), "{levels:?}");
         assert!(levels.iter().filter(|&&l| l == 1).count() <= 3, "{levels:?}");
         assert_eq!(c.level, 2);
+    }
+
+    /// A pack falls freely (10 iterations a step at dt_max), then lands
+    /// and forms: iterations 4000 (Δt/dt_max)², so the cost per dt_max of
+    /// rungs 0..6 is 4020, 2040, 1080, 660, 570, 765, 1405 and rung 4 is
+    /// the cheapest. The cheap figures of the fall do not pull the
+    /// controller back onto the long steps.
+    #[test]
+    fn the_cost_of_a_free_fall_does_not_pull_a_forming_pack_onto_long_steps() {
+        let mut c = StepControl::new(1.0, 1.0 / 64.0, 25);
+        for _ in 0..10 {
+            c.after_step(10, true);
+        }
+        assert_eq!(c.level, 0);
+        let mut levels = Vec::new();
+        for _ in 0..60 {
+            c.after_step((4000.0 * c.dt().powi(2)).round() as u64, true);
+            levels.push(c.level);
+        }
+        assert_eq!(&levels[..5], &[1, 2, 3, 4, 4], "{levels:?}");
+        assert!(levels[4..].iter().all(|&l| l == 4 || l == 5), "{levels:?}");
+        assert_eq!(c.level, 4);
+    }
+
+    /// A pack that forms gradually: iterations A (Δt/dt_max)² with A
+    /// growing from 10 (a free fall) to 4000 over 60 steps. Once a step at
+    /// dt_max would cost A ≥ 300 iterations (12 × the target), none is
+    /// taken there: the fall's old figures do not count.
+    #[test]
+    fn a_pack_forming_gradually_is_not_sent_back_to_the_fall_s_steps() {
+        let mut c = StepControl::new(1.0, 1.0 / 64.0, 25);
+        for s in 0..120 {
+            let a = 10.0 * 400f64.powf(s.min(60) as f64 / 60.0);
+            assert!(a < 300.0 || c.level > 0, "step {s}: A = {a:.0} at dt_max");
+            c.after_step((a * c.dt().powi(2)).round() as u64, true);
+        }
+        assert_eq!(c.level, 4);
     }
 
     /// A stall that no Δt cures (every step at max_iterations) does not
