@@ -57,7 +57,7 @@ use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::petsc::{Mat, PetscInt, Result, SplitCsr, Vector};
 use crate::scene::PgsOrder;
-use nalgebra::{Matrix3, Vector3, Vector6};
+use nalgebra::{Matrix3, Matrix3x6, Matrix6x3, Vector3, Vector6};
 
 /// Gathers the ghost bodies' entries of a body vector: rows = 6 per ghost
 /// of this rank, one 1 per row at the ghost's global DOF.
@@ -234,12 +234,19 @@ pub fn pgs_friction(
     let Sweeps { gather, mut ghost_u, mut u, mut w, pl, mut fl, order } = Sweeps::new(comm, op, layout, n_local_bodies, p, f, order)?;
     let nc = op.n_local();
     let dt = op.dt;
-    // Row halves (normal, t1, t2; then r1, r2, tw), M⁻¹ jᵀ of each, and the
-    // Delassus blocks.
-    let rows: Vec<[(Vector6<f64>, Vector6<f64>); 3]> = (0..nc).map(|i| [(op.ja[i], op.jb[i]), op.jt[i][0], op.jt[i][1]]).collect();
+    // Per contact the three rows (normal, t1, t2) as 3×6 blocks on each
+    // body, M⁻¹ jᵀ of them, and the Delassus block W = Δt J M⁻¹ Jᵀ (unmasked):
+    // a contact's velocity is two block products, and the tangential
+    // velocity after a change of f_n follows from W instead of from w again.
     let wall = |i: usize| op.ib[i] == WALL_INDEX;
+    let half = |h: [Vector6<f64>; 3]| Matrix3x6::from_rows(&h.map(|v| v.transpose()));
+    let ja3: Vec<Matrix3x6<f64>> = (0..nc).map(|i| half([op.ja[i], op.jt[i][0].0, op.jt[i][1].0])).collect();
+    let jb3: Vec<Matrix3x6<f64>> = (0..nc).map(|i| if wall(i) { Matrix3x6::zeros() } else { half([op.jb[i], op.jt[i][0].1, op.jt[i][1].1]) }).collect();
+    let minv_times = |j: usize, h: &Matrix3x6<f64>| Matrix6x3::from_columns(&[0, 1, 2].map(|r| op.minv[j] * h.row(r).transpose()));
+    let ma3: Vec<Matrix6x3<f64>> = (0..nc).map(|i| minv_times(op.ia[i], &ja3[i])).collect();
+    let mb3: Vec<Matrix6x3<f64>> = (0..nc).map(|i| if wall(i) { Matrix6x3::zeros() } else { minv_times(op.ib[i], &jb3[i]) }).collect();
+    let delassus: Vec<Matrix3<f64>> = (0..nc).map(|i| (ja3[i] * ma3[i] + jb3[i] * mb3[i]) * dt).collect();
     let times_minv = |i: usize, h: &[(Vector6<f64>, Vector6<f64>); 3]| h.map(|(a, b)| (op.minv[op.ia[i]] * a, if wall(i) { Vector6::zeros() } else { op.minv[op.ib[i]] * b }));
-    let m: Vec<[(Vector6<f64>, Vector6<f64>); 3]> = (0..nc).map(|i| times_minv(i, &rows[i])).collect();
     let mr: Vec<[(Vector6<f64>, Vector6<f64>); 3]> = op.jr.iter().enumerate().map(|(i, h)| times_minv(i, h)).collect();
     // The rolling block's steps: 1/λ_max of W over the active rolling pair,
     // and 1/W of the twist.
@@ -258,7 +265,7 @@ pub fn pgs_friction(
     let steps: Vec<[f64; 3]> = (0..nc)
         .map(|i| {
             let act = &c.act[nr * i..nr * i + 3];
-            let w = Matrix3::from_fn(|r, k| act[r] * act[k] * dt * (rows[i][r].0.dot(&m[i][k].0) + rows[i][r].1.dot(&m[i][k].1)));
+            let w = Matrix3::from_fn(|r, k| act[r] * act[k] * delassus[i][(r, k)]);
             let inv = |l: f64| if l > 0.0 { 1.0 / l } else { 0.0 };
             match c.set {
                 Set::Cone(_) => [inv(w.symmetric_eigenvalues().max()); 3],
@@ -285,13 +292,13 @@ pub fn pgs_friction(
         Set::Coulomb(mu) | Set::Cone(mu) => mu,
         Set::Normal => panic!("pgs_friction needs a frictional set"),
     };
-    // B w along one row of contact i, given its halves.
-    let velocity = |w: &[Vector6<f64>], i: usize, (a, b): &(Vector6<f64>, Vector6<f64>)| {
-        let mut s = a.dot(&w[op.ia[i]]);
+    // B w on the three rows of contact i.
+    let velocity = |w: &[Vector6<f64>], i: usize| {
+        let mut s = ja3[i] * w[op.ia[i]];
         if !wall(i) {
-            s += b.dot(&w[op.ib[i]]);
+            s += jb3[i] * w[op.ib[i]];
         }
-        dt * s
+        s * dt
     };
     let mut nf = vec![0.0; nr * nc];
     let mut sweeps = 0u64;
@@ -307,9 +314,7 @@ pub fn pgs_friction(
         let last = sweeps >= max_it as u64;
         if sweeps < CHECK_EVERY || sweeps % CHECK_EVERY == 0 || last {
             for i in 0..nc {
-                for r in 0..3 {
-                    nf[nr * i + r] = velocity(&w, i, &rows[i][r]);
-                }
+                nf[nr * i..nr * i + 3].copy_from_slice(velocity(&w, i).as_slice());
                 if nr == 6 {
                     for r in 0..3 {
                         nf[6 * i + 3 + r] = spin_velocity(&w, i, &jr3[i][r]);
@@ -338,19 +343,8 @@ pub fn pgs_friction(
             }
             // Half steps on a contact with a ghost, as in `pgs`.
             let omega = if !wall(i) && op.ib[i] >= op.n_owned { 0.5 } else { 1.0 };
-            // u of row r (0–2 frictional, 3–5 rolling).
-            let u_at = |w: &[Vector6<f64>], r: usize| (if r < 3 { velocity(w, i, &rows[i][r]) } else { spin_velocity(w, i, &jr3[i][r - 3]) } + pl[nr * i + r]) * act[r];
-            // Row r (0–2) of contact i to `new`, w following.
-            let apply = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, new: f64| {
-                let d = new - fl[nr * i + r];
-                if d != 0.0 {
-                    w[op.ia[i]] += m[i][r].0 * d;
-                    if !wall(i) {
-                        w[op.ib[i]] += m[i][r].1 * d;
-                    }
-                    fl[nr * i + r] = new;
-                }
-            };
+            // u of a rolling row r (3–5).
+            let u_at = |w: &[Vector6<f64>], r: usize| (spin_velocity(w, i, &jr3[i][r - 3]) + pl[nr * i + r]) * act[r];
             // A rolling row (r = 3–5) to `new`: only the rotations move.
             let set_spin = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, new: f64| {
                 let d = new - fl[6 * i + r];
@@ -365,24 +359,27 @@ pub fn pgs_friction(
                     fl[6 * i + r] = new;
                 }
             };
-            let old = [fl[nr * i], fl[nr * i + 1], fl[nr * i + 2]];
-            match c.set {
-                Set::Cone(_) => {
-                    let z: [f64; 3] = std::array::from_fn(|r| (old[r] - omega * steps[i][r] * u_at(&w, r)) * act[r]);
-                    let z = super::friction::project_cone(z, mu[i]);
-                    for (r, z) in z.into_iter().enumerate() {
-                        apply(&mut w, &mut fl, r, z);
-                    }
-                }
+            let old = Vector3::new(fl[nr * i], fl[nr * i + 1], fl[nr * i + 2]);
+            let a3 = Vector3::new(act[0], act[1], act[2]);
+            let u = (velocity(&w, i) + Vector3::new(pl[nr * i], pl[nr * i + 1], pl[nr * i + 2])).component_mul(&a3);
+            let st = steps[i];
+            let z = match c.set {
+                Set::Cone(_) => super::friction::project_cone(std::array::from_fn(|r| (old[r] - omega * st[r] * u[r]) * act[r]), mu[i]),
                 _ => {
-                    // f_n first; u_t then sees it.
-                    let f_n = (old[0] - omega * steps[i][0] * u_at(&w, 0)).max(0.0) * act[0];
-                    apply(&mut w, &mut fl, 0, f_n);
-                    let z = [f_n, (old[1] - omega * steps[i][1] * u_at(&w, 1)) * act[1], (old[2] - omega * steps[i][2] * u_at(&w, 2)) * act[2]];
-                    let z = super::friction::project_coulomb(z, mu[i]);
-                    apply(&mut w, &mut fl, 1, z[1]);
-                    apply(&mut w, &mut fl, 2, z[2]);
+                    // f_n first; u_t then sees it (through W).
+                    let f_n = (old[0] - omega * st[0] * u[0]).max(0.0) * act[0];
+                    let d_n = f_n - old[0];
+                    let u_t = |r: usize| u[r] + act[r] * delassus[i][(r, 0)] * d_n;
+                    super::friction::project_coulomb([f_n, (old[1] - omega * st[1] * u_t(1)) * act[1], (old[2] - omega * st[2] * u_t(2)) * act[2]], mu[i])
                 }
+            };
+            let d = Vector3::from(z) - old;
+            if d != Vector3::zeros() {
+                w[op.ia[i]] += ma3[i] * d;
+                if !wall(i) {
+                    w[op.ib[i]] += mb3[i] * d;
+                }
+                fl[nr * i..nr * i + 3].copy_from_slice(&z);
             }
             if nr == 6 {
                 // The rolling pair, then the twist, bounded by the new f_n.
