@@ -276,17 +276,21 @@ pub fn pgs_friction(
             }
         })
         .collect();
-    // The rolling rows act on rotations alone: their halves and M⁻¹ of
-    // them by their angular parts (the linear ones are zero), half the work.
-    let ang = |h: &(Vector6<f64>, Vector6<f64>)| (h.0.fixed_rows::<3>(3).into_owned(), h.1.fixed_rows::<3>(3).into_owned());
-    let jr3: Vec<[(Vector3<f64>, Vector3<f64>); 3]> = op.jr.iter().map(|h| h.each_ref().map(ang)).collect();
-    let mr3: Vec<[(Vector3<f64>, Vector3<f64>); 3]> = mr.iter().map(|h| h.each_ref().map(ang)).collect();
-    let spin_velocity = |w: &[Vector6<f64>], i: usize, (a, b): &(Vector3<f64>, Vector3<f64>)| {
-        let mut s = a.dot(&w[op.ia[i]].fixed_rows::<3>(3));
+    // The rolling rows act on rotations alone: per body the 3×3 block of
+    // their angular parts, M⁻¹ of it (columns, angular parts; the linear ones
+    // are zero), and their Delassus block, as for the three rows above.
+    let ang = |h: &[(Vector6<f64>, Vector6<f64>); 3], b: bool| Matrix3::from_rows(&h.each_ref().map(|(ra, rb)| (if b { rb } else { ra }).fixed_rows::<3>(3).transpose()));
+    let jra: Vec<Matrix3<f64>> = op.jr.iter().map(|h| ang(h, false)).collect();
+    let jrb: Vec<Matrix3<f64>> = op.jr.iter().map(|h| ang(h, true)).collect();
+    let mra: Vec<Matrix3<f64>> = mr.iter().map(|h| ang(h, false).transpose()).collect();
+    let mrb: Vec<Matrix3<f64>> = mr.iter().map(|h| ang(h, true).transpose()).collect();
+    let roll_delassus: Vec<Matrix3<f64>> = (0..op.jr.len()).map(|i| (jra[i] * mra[i] + jrb[i] * mrb[i]) * dt).collect();
+    let spin_velocity = |w: &[Vector6<f64>], i: usize| {
+        let mut s = jra[i] * w[op.ia[i]].fixed_rows::<3>(3);
         if !wall(i) {
-            s += b.dot(&w[op.ib[i]].fixed_rows::<3>(3));
+            s += jrb[i] * w[op.ib[i]].fixed_rows::<3>(3);
         }
-        dt * s
+        s * dt
     };
     let mu: &[f64] = match &c.set {
         Set::Coulomb(mu) | Set::Cone(mu) => mu,
@@ -316,9 +320,7 @@ pub fn pgs_friction(
             for i in 0..nc {
                 nf[nr * i..nr * i + 3].copy_from_slice(velocity(&w, i).as_slice());
                 if nr == 6 {
-                    for r in 0..3 {
-                        nf[6 * i + 3 + r] = spin_velocity(&w, i, &jr3[i][r]);
-                    }
+                    nf[6 * i + 3..6 * i + 6].copy_from_slice(spin_velocity(&w, i).as_slice());
                 }
             }
             res = crate::parallel::max_f64(comm, c.residual(&fl, &nf, &pl));
@@ -343,22 +345,6 @@ pub fn pgs_friction(
             }
             // Half steps on a contact with a ghost, as in `pgs`.
             let omega = if !wall(i) && op.ib[i] >= op.n_owned { 0.5 } else { 1.0 };
-            // u of a rolling row r (3–5).
-            let u_at = |w: &[Vector6<f64>], r: usize| (spin_velocity(w, i, &jr3[i][r - 3]) + pl[nr * i + r]) * act[r];
-            // A rolling row (r = 3–5) to `new`: only the rotations move.
-            let set_spin = |w: &mut [Vector6<f64>], fl: &mut [f64], r: usize, new: f64| {
-                let d = new - fl[6 * i + r];
-                if d != 0.0 {
-                    let (ma, mb) = &mr3[i][r - 3];
-                    let mut wa = w[op.ia[i]].fixed_rows_mut::<3>(3);
-                    wa += ma * d;
-                    if !wall(i) {
-                        let mut wb = w[op.ib[i]].fixed_rows_mut::<3>(3);
-                        wb += mb * d;
-                    }
-                    fl[6 * i + r] = new;
-                }
-            };
             let old = Vector3::new(fl[nr * i], fl[nr * i + 1], fl[nr * i + 2]);
             let a3 = Vector3::new(act[0], act[1], act[2]);
             let u = (velocity(&w, i) + Vector3::new(pl[nr * i], pl[nr * i + 1], pl[nr * i + 2])).component_mul(&a3);
@@ -382,14 +368,27 @@ pub fn pgs_friction(
                 fl[nr * i..nr * i + 3].copy_from_slice(&z);
             }
             if nr == 6 {
-                // The rolling pair, then the twist, bounded by the new f_n.
+                // The rolling pair, then the twist (its velocity after the
+                // pair's change from W), bounded by the new f_n.
                 let (f_n, [s_r, s_tw]) = (fl[6 * i], roll_steps[i]);
-                let step = |w: &[Vector6<f64>], fl: &[f64], r: usize, s: f64| (fl[6 * i + r] - omega * s * u_at(w, r)) * act[r];
-                let z = super::friction::project_rolling([step(&w, &fl, 3, s_r), step(&w, &fl, 4, s_r), 0.0], f_n, c.roll[i]);
-                set_spin(&mut w, &mut fl, 3, z[0]);
-                set_spin(&mut w, &mut fl, 4, z[1]);
-                let z = super::friction::project_rolling([0.0, 0.0, step(&w, &fl, 5, s_tw)], f_n, c.roll[i]);
-                set_spin(&mut w, &mut fl, 5, z[2]);
+                let old = Vector3::new(fl[6 * i + 3], fl[6 * i + 4], fl[6 * i + 5]);
+                let ar = Vector3::new(act[3], act[4], act[5]);
+                let u = (spin_velocity(&w, i) + Vector3::new(pl[6 * i + 3], pl[6 * i + 4], pl[6 * i + 5])).component_mul(&ar);
+                let pair = super::friction::project_rolling([(old[0] - omega * s_r * u[0]) * ar[0], (old[1] - omega * s_r * u[1]) * ar[1], 0.0], f_n, c.roll[i]);
+                let (d0, d1) = (pair[0] - old[0], pair[1] - old[1]);
+                let u_tw = u[2] + ar[2] * (roll_delassus[i][(2, 0)] * d0 + roll_delassus[i][(2, 1)] * d1);
+                let twist = super::friction::project_rolling([0.0, 0.0, (old[2] - omega * s_tw * u_tw) * ar[2]], f_n, c.roll[i])[2];
+                let z = Vector3::new(pair[0], pair[1], twist);
+                let d = z - old;
+                if d != Vector3::zeros() {
+                    let mut wa = w[op.ia[i]].fixed_rows_mut::<3>(3);
+                    wa += mra[i] * d;
+                    if !wall(i) {
+                        let mut wb = w[op.ib[i]].fixed_rows_mut::<3>(3);
+                        wb += mrb[i] * d;
+                    }
+                    fl[6 * i + 3..6 * i + 6].copy_from_slice(z.as_slice());
+                }
             }
         }
         if let Some((acc, x)) = &mut accel {
