@@ -248,16 +248,6 @@ pub fn pgs_friction(
     let delassus: Vec<Matrix3<f64>> = (0..nc).map(|i| (ja3[i] * ma3[i] + jb3[i] * mb3[i]) * dt).collect();
     let times_minv = |i: usize, h: &[(Vector6<f64>, Vector6<f64>); 3]| h.map(|(a, b)| (op.minv[op.ia[i]] * a, if wall(i) { Vector6::zeros() } else { op.minv[op.ib[i]] * b }));
     let mr: Vec<[(Vector6<f64>, Vector6<f64>); 3]> = op.jr.iter().enumerate().map(|(i, h)| times_minv(i, h)).collect();
-    // The rolling block's steps: 1/λ_max of W over the active rolling pair,
-    // and 1/W of the twist.
-    let roll_steps: Vec<[f64; 2]> = (0..op.jr.len())
-        .map(|i| {
-            let act = &c.act[6 * i + 3..6 * i + 6];
-            let w = Matrix3::from_fn(|r, k| act[r] * act[k] * dt * (op.jr[i][r].0.dot(&mr[i][k].0) + op.jr[i][r].1.dot(&mr[i][k].1)));
-            let inv = |l: f64| if l > 0.0 { 1.0 / l } else { 0.0 };
-            [inv(w.fixed_view::<2, 2>(0, 0).into_owned().symmetric_eigenvalues().max()), inv(w[(2, 2)])]
-        })
-        .collect();
     // The steps: 1/λ_max of the block each one acts on (W over the active
     // rows), so that a contact's update alone converges (below 2/λ_max);
     // for spheres W is diagonal in the contact frame and the steps are
@@ -285,6 +275,16 @@ pub fn pgs_friction(
     let mra: Vec<Matrix3<f64>> = mr.iter().map(|h| ang(h, false).transpose()).collect();
     let mrb: Vec<Matrix3<f64>> = mr.iter().map(|h| ang(h, true).transpose()).collect();
     let roll_delassus: Vec<Matrix3<f64>> = (0..op.jr.len()).map(|i| (jra[i] * mra[i] + jrb[i] * mrb[i]) * dt).collect();
+    // The rolling block's steps: 1/λ_max of W over the active rolling pair,
+    // and 1/W of the twist.
+    let roll_steps: Vec<[f64; 2]> = (0..op.jr.len())
+        .map(|i| {
+            let act = &c.act[6 * i + 3..6 * i + 6];
+            let w = Matrix3::from_fn(|r, k| act[r] * act[k] * roll_delassus[i][(r, k)]);
+            let inv = |l: f64| if l > 0.0 { 1.0 / l } else { 0.0 };
+            [inv(w.fixed_view::<2, 2>(0, 0).into_owned().symmetric_eigenvalues().max()), inv(w[(2, 2)])]
+        })
+        .collect();
     let spin_velocity = |w: &[Vector6<f64>], i: usize| {
         let mut s = jra[i] * w[op.ia[i]].fixed_rows::<3>(3);
         if !wall(i) {
