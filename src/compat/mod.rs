@@ -596,7 +596,25 @@ pub fn solve_dual(
                     ip
                 }
             } else {
-                tresca::solve(&mut problem, u0, anchor, &f_n0, &fr.coulomb, tol, set.method != CompatMethod::Apgd, inner)?
+                let newton = tresca::solve(&mut problem, u0, anchor.clone(), &f_n0, &fr.coulomb, tol, set.method != CompatMethod::Apgd, inner)?;
+                if newton.result.converged || set.method == CompatMethod::Apgd {
+                    newton
+                } else {
+                    // Newton's coupled Coulomb solves can stall where a
+                    // line search fails between stick and slip (a pour's
+                    // landing grains); APGD's rounds on the same problem,
+                    // from rest, take their place. Its iterations count as
+                    // inner ones.
+                    let apgd = |problem: &dual::Dual, u0: Option<Vector>| dual_apgd::solve(problem, u0, tol, set.max_iterations as u64);
+                    let again = tresca::solve(&mut problem, None, anchor, &f_n0, &fr.coulomb, tol, false, apgd)?;
+                    log::debug!("compatibility: Newton stopped at feasibility {:e}; APGD's rounds: {} iterations, feasibility {:e}", newton.result.feasibility, again.result.iterations, again.result.feasibility);
+                    if again.result.converged {
+                        let (iterations, linear) = (newton.result.iterations, newton.result.linear + again.result.iterations);
+                        tresca::Rounds { rounds: newton.rounds + again.rounds, result: DualResult { iterations, linear, ..again.result }, ..again }
+                    } else {
+                        newton
+                    }
+                }
             };
             let f_t = (0..n)
                 .map(|i| {
