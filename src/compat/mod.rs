@@ -588,7 +588,7 @@ pub fn solve_dual(
                 // finishes from its displacements and normal forces.
                 let f_ip: Vec<f64> = (0..n).map(|i| ip.result.f[3 * i] / problem.scale).collect();
                 let u_ip = ip.result.u.try_clone()?;
-                let polished = tresca::solve(&mut problem, Some(u_ip), anchor.clone(), &f_ip, &fr.coulomb, tol, true, tresca::MAX_ROUNDS, inner)?;
+                let polished = tresca::solve(&mut problem, Some(u_ip), anchor.clone(), &f_ip, &fr.coulomb, tol, true, tresca::Limit::FULL, inner)?;
                 log::debug!("compatibility: Newton from the interior point: {} steps, feasibility {:e}", polished.result.iterations, polished.result.feasibility);
                 if polished.result.converged || !ip.result.converged {
                     tresca::Rounds { rounds: polished.rounds + ip.rounds, result: DualResult { iterations: polished.result.iterations + ip.result.iterations, linear: polished.result.linear + ip.result.linear, ..polished.result }, ..polished }
@@ -596,7 +596,7 @@ pub fn solve_dual(
                     ip
                 }
             } else {
-                let newton = tresca::solve(&mut problem, u0, anchor.clone(), &f_n0, &fr.coulomb, tol, set.method != CompatMethod::Apgd, tresca::MAX_ROUNDS, inner)?;
+                let newton = tresca::solve(&mut problem, u0, anchor.clone(), &f_n0, &fr.coulomb, tol, set.method != CompatMethod::Apgd, tresca::Limit::FULL, inner)?;
                 if newton.result.converged || set.method == CompatMethod::Apgd {
                     newton
                 } else {
@@ -607,7 +607,7 @@ pub fn solve_dual(
                     // (most such steps of a formed pack do not converge
                     // either). Its iterations count as inner ones.
                     let apgd = |problem: &dual::Dual, u0: Option<Vector>| dual_apgd::solve(problem, u0, tol, set.max_iterations as u64);
-                    let again = tresca::solve(&mut problem, None, anchor, &f_n0, &fr.coulomb, tol, false, tresca::FALLBACK_ROUNDS, apgd)?;
+                    let again = tresca::solve(&mut problem, None, anchor, &f_n0, &fr.coulomb, tol, false, tresca::Limit::RESCUE, apgd)?;
                     log::debug!("compatibility: Newton stopped at feasibility {:e}; APGD's rounds: {} iterations, feasibility {:e}", newton.result.feasibility, again.result.iterations, again.result.feasibility);
                     if again.result.converged {
                         let (iterations, linear) = (newton.result.iterations, newton.result.linear + again.result.iterations);
