@@ -561,8 +561,9 @@ pub fn solve_dual(
     // The interior point starts from its own central point.
     let warmed = u0.is_some() && !(friction.is_some() && set.method == CompatMethod::InteriorPoint);
     let tol = set.feasibility_tolerance;
+    let apgd = |problem: &dual::Dual, u0: Option<Vector>| dual_apgd::solve(problem, u0, tol, set.max_iterations as u64);
     let inner = |problem: &dual::Dual, u0: Option<Vector>| match set.method {
-        CompatMethod::Apgd => dual_apgd::solve(problem, u0, tol, set.max_iterations as u64),
+        CompatMethod::Apgd => apgd(problem, u0),
         _ => newton::solve(problem, bodies, u0, tol, set.max_iterations),
     };
     let (res, friction) = match friction {
@@ -606,7 +607,6 @@ pub fn solve_dual(
                     // from rest, take their place for a bounded effort
                     // (most such steps of a formed pack do not converge
                     // either). Its iterations count as inner ones.
-                    let apgd = |problem: &dual::Dual, u0: Option<Vector>| dual_apgd::solve(problem, u0, tol, set.max_iterations as u64);
                     let again = tresca::solve(&mut problem, None, anchor, &f_n0, &fr.coulomb, tol, false, tresca::Limit::RESCUE, apgd)?;
                     log::debug!("compatibility: Newton stopped at feasibility {:e}; APGD's rounds: {} iterations, feasibility {:e}", newton.result.feasibility, again.result.iterations, again.result.feasibility);
                     if again.result.converged {
