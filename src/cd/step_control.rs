@@ -13,7 +13,13 @@
 
 /// A step's cost beyond its iterations (detection, assembly of B, the
 /// update of the bodies), in iterations: about 20 sweeps on the
-/// 500-sphere frictional pour (BENCHMARKS.md).
+/// 500-sphere frictional pour (BENCHMARKS.md) with the sweeps of the time.
+/// Since the sweeps got cheaper it is nearer 40 there (from the solve
+/// times of two runs with other steps), but 40 here, though it took the
+/// 500- and 2,500-sphere pours 1.3× and 1.7× faster to t = 0.4 and 0.3 s,
+/// held the 10⁴-sphere pour on longer steps through its landing, which
+/// then took more than twice as long (to t = 0.069 s 117 s against 42 s,
+/// one run): kept at 20.
 const STEP_OVERHEAD: f64 = 20.0;
 /// Easy steps in a row before Δt doubles onto a rung of unknown cost.
 const GROW_AFTER: u32 = 4;
