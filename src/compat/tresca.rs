@@ -52,7 +52,7 @@ impl Limit {
     pub const FULL: Limit = Limit { rounds: MAX_ROUNDS, stall: false };
     /// APGD's rounds where Newton's solve stopped short
     /// ([`super::solve_dual`]). The landing step of tests/compat_friction.rs's
-    /// pour converges in 17, the change falling by about half a round.
+    /// pour converges in 17, the change falling by about half each round.
     /// Allowed [`MAX_ROUNDS`], the first 100 steps of that pour rescued 3
     /// of 63 steps (1,478 to 5,300 APGD iterations) while the others'
     /// changes stalled or grew, most of them for all 100 rounds: the pour
@@ -62,6 +62,13 @@ impl Limit {
 
 /// See [`Limit::stall`].
 const STALL_ROUNDS: usize = 4;
+
+/// Whether the rounds' changes (oldest first, the last just taken) have
+/// stopped halving ([`Limit::stall`]).
+fn stalled(changes: &[f64]) -> bool {
+    let n = changes.len();
+    n > STALL_ROUNDS && changes[n - 1] > 0.5 * changes[n - 1 - STALL_ROUNDS]
+}
 
 /// Tresca rounds before the coupled Newton takes over. On the n = 20
 /// pyramid one round, then the coupled solve: μ = 0.3 in 26 Newton steps
@@ -188,7 +195,7 @@ where
         // A coupled solve that did not move cannot be helped by another.
         let stuck = t.coupled && !res.converged && res.iterations == 0;
         changes.push(change);
-        let stalled = limit.stall && changes.len() > STALL_ROUNDS && change > 0.5 * changes[changes.len() - 1 - STALL_ROUNDS];
+        let stalled = limit.stall && stalled(&changes);
         if done || stuck || stalled || rounds >= limit.rounds || crate::parallel::signals::stopping() {
             res.converged &= done;
             res.iterations = iterations;
@@ -219,4 +226,27 @@ fn anchors(dual: &Dual, res: &DualResult, delta: &Vector) -> Result<Vec<[f64; 2]
             [el[0] - bt_u[0], el[1] - bt_u[1]]
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first round after which [`stalled`] stops a solve, if any.
+    fn stop(changes: &[f64]) -> Option<usize> {
+        (1..=changes.len()).find(|&n| stalled(&changes[..n]))
+    }
+
+    /// Changes of APGD's rescue rounds on the 500-grain pour (2 ranks):
+    /// the landing step it rescues halves its change every round to the
+    /// tolerance; two it does not rescue stagnate or grow.
+    #[test]
+    fn rescue_rounds_stop_when_the_change_stops_halving() {
+        let rescued = [6.9e-7, 6.9e-7, 2.7e-7, 1.1e-7, 6.3e-8, 2.7e-8, 1.8e-8, 8.9e-9, 5.4e-9, 2.9e-9, 1.7e-9, 9.8e-10, 5.6e-10, 3.2e-10, 1.9e-10, 1.1e-10];
+        assert_eq!(stop(&rescued), None);
+        let stagnant = [8e-5, 6e-5, 4e-5, 2e-5, 1e-5, 6e-6, 5e-6, 5e-6, 5e-6, 5e-6, 5e-6];
+        assert_eq!(stop(&stagnant), Some(10));
+        let growing = [1e-2, 6e-3, 3e-3, 3e-3, 4e-3, 5e-3, 7e-3, 1e-2];
+        assert_eq!(stop(&growing), Some(6));
+    }
 }
