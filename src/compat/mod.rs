@@ -609,11 +609,12 @@ pub fn solve_dual(
                     // either). Its iterations count as inner ones.
                     let again = tresca::solve(&mut problem, None, anchor, &f_n0, &fr.coulomb, tol, false, tresca::Limit::RESCUE, apgd)?;
                     log::debug!("compatibility: Newton stopped at feasibility {:e}; APGD's rounds: {} iterations, feasibility {:e}", newton.result.feasibility, again.result.iterations, again.result.feasibility);
+                    let (iterations, linear) = (newton.result.iterations, newton.result.linear + again.result.iterations);
+                    let rounds = newton.rounds + again.rounds;
                     if again.result.converged {
-                        let (iterations, linear) = (newton.result.iterations, newton.result.linear + again.result.iterations);
-                        tresca::Rounds { rounds: newton.rounds + again.rounds, result: DualResult { iterations, linear, ..again.result }, ..again }
+                        tresca::Rounds { rounds, result: DualResult { iterations, linear, ..again.result }, ..again }
                     } else {
-                        newton
+                        tresca::Rounds { rounds, result: DualResult { iterations, linear, ..newton.result }, ..newton }
                     }
                 }
             };

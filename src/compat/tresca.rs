@@ -195,8 +195,8 @@ where
         // A coupled solve that did not move cannot be helped by another.
         let stuck = t.coupled && !res.converged && res.iterations == 0;
         changes.push(change);
-        let stalled = limit.stall && stalled(&changes);
-        if done || stuck || stalled || rounds >= limit.rounds || crate::parallel::signals::stopping() {
+        let stalling = limit.stall && stalled(&changes);
+        if done || stuck || stalling || rounds >= limit.rounds || crate::parallel::signals::stopping() {
             res.converged &= done;
             res.iterations = iterations;
             res.linear = linear;
