@@ -590,6 +590,8 @@ pub struct DualResult {
     /// ‖F̃ − Bᵀf‖₂/‖F̃‖₂ at the end.
     pub feasibility: f64,
     pub converged: bool,
+    /// Newton stopped because ‖∇Π‖ had stopped falling ([`super::newton`]).
+    pub stalled: bool,
 }
 
 impl Dual<'_> {
@@ -601,6 +603,6 @@ impl Dual<'_> {
         self.gradient(&u, &mut delta, &mut f, &mut g)?;
         let feasibility = self.feasibility(&g)?;
         let fv: Vec<f64> = f.view()?.iter().map(|x| x * self.scale).collect();
-        Ok(DualResult { u, f: fv, iterations, linear, feasibility, converged: feasibility <= tol })
+        Ok(DualResult { u, f: fv, iterations, linear, feasibility, converged: feasibility <= tol, stalled: false })
     }
 }

@@ -493,6 +493,6 @@ pub fn solve(dual: &Dual, bodies: &Bodies, anchor: &[[f64; 2]], kt: &[f64], fr: 
         }
     }
     drop(buv);
-    let result = DualResult { u, f: fout, iterations, linear, feasibility: pres, converged };
+    let result = DualResult { u, f: fout, iterations, linear, feasibility: pres, converged, stalled: false };
     Ok(Rounds { result, rounds, sliding, anchor: anchors })
 }

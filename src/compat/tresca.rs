@@ -192,8 +192,9 @@ where
         let stage = if t.coupled { "Coulomb" } else { "Tresca" };
         log::debug!("compatibility: {stage} solve {rounds}: {} iterations, tangential forces change by {change:e}, {switched} contacts change μ", res.iterations);
         let done = if t.coupled { switched == 0 && res.converged } else { change <= tol };
-        // A coupled solve that did not move cannot be helped by another.
-        let stuck = t.coupled && !res.converged && res.iterations == 0;
+        // A coupled solve that did not move, or stalled, cannot be helped
+        // by another from where it stopped.
+        let stuck = t.coupled && !res.converged && (res.iterations == 0 || res.stalled);
         changes.push(change);
         let stalling = limit.stall && stalled(&changes);
         if done || stuck || stalling || rounds >= limit.rounds || crate::parallel::signals::stopping() {

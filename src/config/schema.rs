@@ -110,7 +110,9 @@ pub struct CompatibilityCfg {
     /// "interior-point" (frictional, Hooke).
     #[schemars(with = "Option<String>", extend("enum" = ["newton", "apgd", "augmented-lagrangian", "interior-point"], "x-default" = "newton"))]
     pub method: Option<crate::scene::CompatMethod>,
-    /// Newton steps (default 100) or APGD iterations (default 200000).
+    /// Newton steps (default 100; a Newton solve also stops, not converged,
+    /// once its gradient norm has not halved in 30 steps) or APGD iterations
+    /// (default 200000).
     #[schemars(extend("x-default" = "100 (newton), 200000 (apgd)"))]
     pub max_iterations: Option<u32>,
     /// Solve every this many steps and at every output step (default 1).
