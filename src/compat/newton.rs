@@ -87,7 +87,11 @@ pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it:
         // solve; going on there (`-compat_ksp_gmres_breakdown_tolerance
         // 1e10`, or `-compat_snes_max_linear_solve_fail 1000`) converged 7
         // and 6 more of the 500-grain pour's first 100 steps (of 38), in
-        // 16× and 7.5× the compatibility time: not the default.
+        // 16× and 7.5× the compatibility time: not the default. Exact LU
+        // on the blocks (`-compat_sub_pc_type lu`) or a Levenberg–Marquardt
+        // factor of 0.1 instead of `LM` still break down in 73 and 91
+        // solves (81 as built): 56 and 57 of those 100 steps short (64 as
+        // built) in 38 and 46 s of compatibility (29 s).
         ("-compat_ksp_gmres_restart", "200"),
     ] {
         crate::petsc::options::set_default(k, Some(v))?;
