@@ -114,7 +114,8 @@ pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it:
     let mut delta_o = dual.op.contact_vec()?;
     let mut delta_j = dual.op.contact_vec()?;
     let r = u.duplicate()?;
-    let stalled = Cell::new(false);
+    // ‖∇Π‖ at each convergence test, and whether it has stalled.
+    let (mut norms, stalled) = (Vec::new(), Cell::new(false));
     let mut snes = Snes::new(comm)?;
     snes.set_options_prefix(PREFIX)?;
     snes.set_function(Some(&r), |x: &Vector, g: &mut Vector| -> Result<()> {
@@ -164,11 +165,10 @@ pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it:
     }
     // A signal stops the iterations (the step is then abandoned); so does a
     // stall (‖F‖ is the same on every rank).
-    let (stalled_s, mut norms) = (&stalled, Vec::new());
-    snes.set_extra_convergence(move |_it, fnorm: f64| -> Result<bool> {
+    snes.set_extra_convergence(|_it, fnorm: f64| -> Result<bool> {
         norms.push(fnorm);
-        stalled_s.set(stagnant(&norms));
-        Ok(stalled_s.get() || crate::parallel::signals::agreed(comm))
+        stalled.set(stagnant(&norms));
+        Ok(stalled.get() || crate::parallel::signals::agreed(comm))
     })?;
     snes.set_from_options()?;
     let res = snes.solve(None, &mut u);
