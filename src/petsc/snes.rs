@@ -1,5 +1,6 @@
-//! Nonlinear solvers (SNES) with the residual, Jacobian, line-search
-//! pre-check and monitor written as Rust closures (the DEM Newton step).
+//! Nonlinear solvers (SNES) with the residual, Jacobian, line search (or
+//! its pre-check) and monitor written as Rust closures (the DEM Newton
+//! step, the compatibility solves).
 use super::error::{check, record, Result};
 use super::ffi;
 use super::init::{alive, require_alive, AsComm};
@@ -18,6 +19,7 @@ type PreCheckFn<'a> = Box<dyn FnMut(&Vector, &mut Vector) -> std::result::Result
 type MonitorFn<'a> = Box<dyn FnMut(PetscInt, f64) -> std::result::Result<(), String> + 'a>;
 type ConvergedFn<'a> = Box<dyn FnMut(PetscInt, f64) -> std::result::Result<bool, String> + 'a>;
 type ObjectiveFn<'a> = Box<dyn FnMut(&Vector) -> std::result::Result<f64, String> + 'a>;
+type LineSearchFn<'a> = Box<dyn FnMut(&mut Vector, &mut Vector, &Vector, &mut Vector) -> std::result::Result<Option<f64>, String> + 'a>;
 
 /// The closures PETSc calls back, reached through the `void *ctx` pointer.
 #[derive(Default)]
@@ -28,6 +30,7 @@ struct Callbacks<'a> {
     monitor: Option<MonitorFn<'a>>,
     converged: Option<ConvergedFn<'a>>,
     objective: Option<ObjectiveFn<'a>>,
+    line_search: Option<LineSearchFn<'a>>,
 }
 
 /// PETSc's `PETSC_INFINITY` (a macro, so not in the FFI): a bound at or
@@ -166,6 +169,44 @@ unsafe extern "C" fn precheck_trampoline(
         unsafe { *changed = if did { ffi::PetscBool::PETSC_TRUE } else { ffi::PetscBool::PETSC_FALSE } };
     }
     code
+}
+
+unsafe extern "C" fn line_search_trampoline(ls: ffi::SNESLineSearch, ctx: *mut c_void) -> ffi::PetscErrorCode {
+    // SAFETY: as in residual_trampoline.
+    let cb = unsafe { &mut *(ctx as *mut Callbacks<'_>) };
+    let (mut x, mut f, mut y, mut w) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: live line search; out pointers valid (the fifth vector not asked for).
+    let code = unsafe { ffi::SNESLineSearchGetVecs(ls, &mut x, &mut f, &mut y, &mut w, std::ptr::null_mut()) };
+    if code != 0 {
+        return code;
+    }
+    let mut lambda = None;
+    let code = guarded("line search", || {
+        let func = cb.line_search.as_mut().ok_or("no line search set")?;
+        let (mut xv, mut fv, yv, mut wv) = (Vector::borrow_raw(x), Vector::borrow_raw(f), Vector::borrow_raw(y), Vector::borrow_raw(w));
+        lambda = func(&mut xv, &mut fv, &yv, &mut wv)?;
+        Ok(())
+    });
+    if code != 0 {
+        return code;
+    }
+    // SAFETY: live line search; X, F and Y are its vectors, updated above.
+    unsafe {
+        let code = ffi::SNESLineSearchComputeNorms(ls);
+        if code != 0 {
+            return code;
+        }
+        match lambda {
+            Some(l) => {
+                let code = ffi::SNESLineSearchSetLambda(ls, l);
+                if code != 0 {
+                    return code;
+                }
+                ffi::SNESLineSearchSetReason(ls, ffi::SNESLineSearchReason::SNES_LINESEARCH_SUCCEEDED)
+            }
+            None => ffi::SNESLineSearchSetReason(ls, ffi::SNESLineSearchReason::SNES_LINESEARCH_FAILED_USER),
+        }
+    }
 }
 
 unsafe extern "C" fn monitor_trampoline(
@@ -335,6 +376,27 @@ impl<'a> Snes<'a> {
         unsafe {
             check(ffi::SNESGetLineSearch(self.raw, &mut ls))?;
             check(ffi::SNESLineSearchSetType(ls, k.as_ptr()))
+        }
+    }
+
+    /// A line search written in Rust (`SNESLINESEARCHSHELL`): the closure
+    /// gets the iterate `x`, the residual `f` = F(x), the direction `y`
+    /// (PETSc steps to `x - λ y`) and a work vector; it leaves the new
+    /// iterate in `x` and F of it in `f`, and returns `Some(λ)`, or `None`
+    /// when it failed (SNES then stops with `DIVERGED_LINE_SEARCH`).
+    /// `-snes_linesearch_type` read later overrides it.
+    pub fn set_line_search_shell<F, E>(&mut self, mut f: F) -> Result<()>
+    where
+        F: FnMut(&mut Vector, &mut Vector, &Vector, &mut Vector) -> std::result::Result<Option<f64>, E> + 'a,
+        E: Display,
+    {
+        self.callbacks().line_search = Some(Box::new(move |x, r, y, w| f(x, r, y, w).map_err(|e| e.to_string())));
+        self.set_line_search_type("shell")?;
+        let mut ls: ffi::SNESLineSearch = std::ptr::null_mut();
+        // SAFETY: live handle; the line search is owned by the SNES; ctx outlives it.
+        unsafe {
+            check(ffi::SNESGetLineSearch(self.raw, &mut ls))?;
+            check(ffi::SNESLineSearchShellSetUserFunc(ls, Some(line_search_trampoline), self.callbacks as *mut c_void))
         }
     }
 
