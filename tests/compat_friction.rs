@@ -475,6 +475,22 @@ fn grains_sliding_in_a_collision_carry_mu_f_n_along_cds_friction() {
 }
 
 #[test]
+fn a_forming_pack_converges_where_gmres_breaks_down() {
+    // Steps 50 and 51 of this pour on 2 ranks: the grains have formed a
+    // pack and the coupled Coulomb solves' GMRES with block ILU breaks
+    // down; the sparse LU that then takes over converges both (without it
+    // they report CD's forces). `run` asserts that every solve converged.
+    let (dir, mu) = (tempfile::tempdir().unwrap(), 0.5);
+    let fr = run(2, dir.path(), "formed", &pour_text(0.051));
+    let last = fr.last().unwrap();
+    let loaded = last.contacts.iter().filter(|c| c.force_compatible > 0.0).count();
+    let over = last.contacts.iter().filter(|c| c.force_compatible > 0.0).map(|c| v3(c.force_compatible_tangent).norm() / (mu * c.force_compatible) - 1.0).fold(f64::MIN, f64::max);
+    eprintln!("t = {}: {loaded} loaded contacts, largest |f_t|/(μ f_n) − 1 = {over:.2e}", last.t);
+    assert!(loaded >= 250, "a formed pack ({loaded} loaded contacts)");
+    assert!(over <= 1e-9, "a compatible force outside the Coulomb cone by {over:e}");
+}
+
+#[test]
 fn a_compatible_solve_that_stops_short_reports_cds_forces_in_equilibrium() {
     // The pyramid of the network test at μ = 0.3, its compatible forces by
     // APGD cut at 5 iterations: every solve stops short, its iterate out

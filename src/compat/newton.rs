@@ -65,9 +65,45 @@ fn stagnant(norms: &[f64]) -> bool {
     n > STALL_STEPS && best(n) > 0.5 * best(n - STALL_STEPS)
 }
 
+/// Options prefix of the sparse direct solves that take over a Newton
+/// solve whose Krylov solve failed (e.g. `-compat_direct_redundant_pc_factor_mat_ordering_type`).
+pub const DIRECT_PREFIX: &str = "compat_direct_";
+
+/// Most bodies (all ranks) for the sparse LU of [`solve`]: a compact 3D
+/// pack's factors fill fast (the n = 20 pyramid's 2,870 bodies: 3.2 s a
+/// factorisation, MUMPS's on 2 ranks 3.4 s; the 500-grain pour's:
+/// milliseconds), and with MUMPS a settled 10⁴-sphere pack's coupled
+/// solve ran for minutes.
+const DIRECT_MAX_BODIES: u64 = 2_000;
+
 /// Solves the dual by Newton from `u0` (scaled, or `None`: the bilateral
-/// start) to ‖∇Π‖/‖F̃‖ ≤ `tol` in at most `max_it` steps. Collective.
+/// start) to ‖∇Π‖/‖F̃‖ ≤ `tol` in at most `max_it` steps. A solve whose
+/// Krylov solve fails goes on from where it stopped (up to
+/// [`DIRECT_MAX_BODIES`] bodies) with a sparse LU factorisation of each
+/// Newton matrix, whole on every rank (`redundant`: the same from run to
+/// run, which MUMPS's parallel LU was not on that pour, and faster at that
+/// size): on the 500-grain pour of
+/// tests/compat_friction.rs the coupled Coulomb solves' GMRES with block
+/// ILU breaks down (its recursion's residual leaves the true one) on most
+/// steps once the grains form a pack, where exact solves converge. Collective.
 pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u32) -> Result<DualResult> {
+    let (first, failed) = newton(dual, bodies, u0, tol, max_it, false)?;
+    let left = max_it.saturating_sub(first.iterations as u32);
+    if !failed || first.converged || left == 0 || crate::parallel::sum_u64(dual.comm, dual.op.n_owned as u64) > DIRECT_MAX_BODIES {
+        return Ok(first);
+    }
+    log::debug!("compatibility: a Krylov solve failed at feasibility {:e}; sparse LU from there", first.feasibility);
+    let (iterations, linear) = (first.iterations, first.linear);
+    let (mut out, _) = newton(dual, bodies, Some(first.u), tol, left, true)?;
+    out.iterations += iterations;
+    out.linear += linear;
+    Ok(out)
+}
+
+/// One Newton solve ([`solve`]); with `direct`, each linear solve by a
+/// sparse LU (options prefix [`DIRECT_PREFIX`]). Also returns whether it
+/// stopped on a failed linear solve.
+fn newton(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u32, direct: bool) -> Result<(DualResult, bool)> {
     let comm = dual.comm;
     // For `-compat_pc_type gamg`: GAMG's default Chebyshev bounds (10
     // estimate iterations, ×1.1) are too tight for the regularised floppy
@@ -182,7 +218,11 @@ pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it:
     }
     {
         let mut ksp = snes.ksp()?;
-        if coupled {
+        if direct {
+            ksp.set_options_prefix(DIRECT_PREFIX)?;
+            ksp.set_type("preonly")?;
+            ksp.set_pc_type("redundant")?;
+        } else if coupled {
             // Block ILU(1) on the 6 × 6 blocks (n = 20 pyramid, μ = 0.3:
             // 1,073 GMRES iterations against 1,568 with ILU(0)).
             crate::petsc::options::set_default("-compat_sub_pc_factor_levels", Some("1"))?;
@@ -214,7 +254,8 @@ pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it:
         let reason = if out.stalled { "stalled" } else { &reason };
         log::debug!("compatibility: SNES stopped ({reason}) at feasibility {:e}", out.feasibility);
     }
-    Ok(out)
+    let failed = !out.converged && !out.stalled && reason == "DIVERGED_LINEAR_SOLVE";
+    Ok((out, failed))
 }
 
 /// |g(α)| ≤ `LS_TOL` g(0) ends the line search.
@@ -227,7 +268,7 @@ const LS_TOL: f64 = 0.1;
 /// `LS_EVALS` evaluations; returns an α where g was evaluated.
 fn critical_step(g0: f64, mut g: impl FnMut(f64) -> Result<f64>) -> Result<Option<f64>> {
     const LS_EVALS: usize = 20;
-    if !(g0 > 0.0) {
+    if g0.is_nan() || g0 <= 0.0 {
         return Ok(None);
     }
     let tol = LS_TOL * g0;
