@@ -17,6 +17,7 @@ pub mod logging;
 pub mod parallel;
 pub mod petsc;
 pub mod registry;
+pub mod roots;
 pub mod scene;
 pub mod solver;
 pub mod startup;

@@ -284,31 +284,8 @@ fn critical_step(g0: f64, mut g: impl FnMut(f64) -> Result<f64>) -> Result<Optio
     if ga.abs() <= tol || ga > 0.0 {
         return Ok(Some(a));
     }
-    let (mut hi, mut g_hi) = (a, ga);
-    let mut side = 0;
-    while evals < LS_EVALS && hi - lo > 1e-12 * hi {
-        a = hi - g_hi * (hi - lo) / (g_hi - g_lo);
-        ga = g(a)?;
-        evals += 1;
-        if ga.abs() <= tol {
-            return Ok(Some(a));
-        }
-        if ga > 0.0 {
-            (lo, g_lo) = (a, ga);
-            if side == 1 {
-                g_hi *= 0.5;
-            }
-            side = 1;
-        } else {
-            (hi, g_hi) = (a, ga);
-            if side == -1 {
-                g_lo *= 0.5;
-            }
-            side = -1;
-        }
-    }
-    // Π fell up to lo; past the root at hi it may have risen again.
-    Ok(Some(if lo > 0.0 { lo } else { hi }))
+    // Π fell up to lo; past the root at a it may have risen again.
+    crate::roots::illinois(lo, g_lo, a, ga, tol, 0.0, LS_EVALS - evals, g).map(Some)
 }
 
 /// The Hookean all-contacts-bilateral displacement: Bᵀ K̃ B u = −F̃ (every

@@ -504,36 +504,12 @@ impl Problem<'_> {
         if h0.is_nan() || h0 <= 0.0 {
             return Ok(s);
         }
-        let (mut a, mut ha, mut b) = (0.0, h0, s);
-        let mut hb = h(b)?;
-        if hb >= -0.5 * h0 {
+        let hs = h(s)?;
+        if hs >= -0.5 * h0 {
             return Ok(s);
         }
-        let mut side = 0;
-        for _ in 0..ENERGY_SEARCH_EVALUATIONS {
-            // False position; an infinite h(b) (closed gap) bisects.
-            let c = if hb.is_finite() { a + (b - a) * ha / (ha - hb) } else { 0.5 * (a + b) };
-            let c = c.clamp(a + 0.01 * (b - a), b - 0.01 * (b - a));
-            let hc = h(c)?;
-            if hc.abs() <= 0.5 * h0 {
-                return Ok(c);
-            }
-            if hc > 0.0 {
-                (a, ha) = (c, hc);
-                if side == 1 {
-                    hb *= 0.5;
-                }
-                side = 1;
-            } else {
-                (b, hb) = (c, hc);
-                if side == -1 {
-                    ha *= 0.5;
-                }
-                side = -1;
-            }
-        }
-        // Π fell on the whole of [0, a].
-        Ok(if a > 0.0 { a } else { b })
+        // Falls back to the last point where Π still fell.
+        crate::roots::illinois(0.0, h0, s, hs, 0.5 * h0, 0.01, ENERGY_SEARCH_EVALUATIONS, h)
     }
 }
 
