@@ -36,6 +36,7 @@ use crate::contact::{Contacts, WALL_INDEX};
 use crate::parallel::exchange::Layout;
 use crate::parallel::Comm;
 use crate::petsc::{InsertMode, Mat, NormType, PetscInt, Result, Vector};
+use std::cell::RefCell;
 
 /// The tangential springs of a frictional problem (scaled units), per
 /// local contact. In a Tresca round `tau` and `kt` are frozen; `coupled`
@@ -191,6 +192,9 @@ pub struct Dual<'a> {
     pub diag: Vector,
     /// Ids of owned bodies whose load F̃ no contact can carry.
     pub unsupported: Vec<u64>,
+    /// The Hessian matrices made so far, by options prefix: every Tresca
+    /// round and coupled solve of one problem has the same pattern.
+    hessians: RefCell<Vec<(String, Mat)>>,
 }
 
 /// The `max` smallest ids over all ranks' `ids` (sorted), the same on
@@ -338,7 +342,7 @@ impl<'a> Dual<'a> {
             ft.scale(1.0 / scale)?;
             ft_norm = ft.norm(NormType::Two)?;
         }
-        Ok(Self { comm, op, p, k, rows, row_start, row_idx, row_val, friction: None, blk_owned, free, ft, scale, ft_norm, diag, unsupported })
+        Ok(Self { comm, op, p, k, rows, row_start, row_idx, row_val, friction: None, blk_owned, free, ft, scale, ft_norm, diag, unsupported, hessians: RefCell::new(Vec::new()) })
     }
 
     /// Whether there is anything to solve (a non-zero supported load).
@@ -542,8 +546,13 @@ impl<'a> Dual<'a> {
     /// Block size 1: PETSc 3.18's MPIAIJ COO assembly loses off-rank
     /// entries when the block size is 6 (1 rank is right, 2 are not), so
     /// the default preconditioner is point Jacobi, not 6×6 `pbjacobi`.
-    /// Collective.
+    /// Made once per prefix and problem (the COO preallocation was 3 % of
+    /// a frictional solve on the n = 20 pyramid, made again at each round);
+    /// later calls share it. Collective.
     pub fn hessian_matrix(&self, bodies: &Bodies, prefix: &str) -> Result<Mat> {
+        if let Some((_, h)) = self.hessians.borrow().iter().find(|(p, _)| p == prefix) {
+            return Ok(h.share());
+        }
         let n = 6 * self.op.n_owned as PetscInt;
         // With friction every contact couples all six DOFs of its bodies:
         // 6 × 6 blocks (BAIJ, block ILU) pay; frictionless, only B's
@@ -556,6 +565,7 @@ impl<'a> Dual<'a> {
         h.set_preallocation_coo(&ii, &jj)?;
         let nns = crate::parallel::rigid_modes::rigid_modes(self.comm, bodies, self.op.n_owned, &self.diag, |j| self.free[j])?;
         h.set_near_null_space(&nns)?;
+        self.hessians.borrow_mut().push((prefix.to_string(), h.share()));
         Ok(h)
     }
 
