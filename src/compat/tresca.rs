@@ -77,7 +77,13 @@ fn stalled(changes: &[f64]) -> bool {
 /// round): 12 and 11 Newton steps on the pyramid in about the same time
 /// (GMRES with block ILU(1) throughout instead of CG), and the first 100
 /// steps of tests/compat_friction.rs's 500-grain pour 63 short in 39.5 s
-/// of compatibility against 64 in 29 s.
+/// of compatibility against 64 in 29 s. That round only to a feasibility
+/// of 1e-2 (1e-3) before the coupled solve: the pyramid's solves at μ =
+/// 0.3 in 16 (18) Newton steps and 726 (805) Krylov iterations against 24
+/// and 1,038, at μ = 10 in 8 and 310 against 13 and 462; but at 1e-2 33
+/// of the pour's first 100 steps short against 26 (its coupled solves
+/// start further out), also when a loose round that changes no bound is
+/// finished as a Tresca round instead.
 const SWITCH_AFTER: u32 = 1;
 
 /// Smallest approach in Mindlin's k_t = κ (p−1) k̃ δ^{p−2} when p < 2.
