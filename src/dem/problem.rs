@@ -508,7 +508,7 @@ impl Problem<'_> {
         if hs >= -0.5 * h0 {
             return Ok(s);
         }
-        // Falls back to the last point where Π still fell.
+        // Without a root in time: the last point where Π still fell.
         crate::roots::illinois(0.0, h0, s, hs, 0.5 * h0, 0.01, ENERGY_SEARCH_EVALUATIONS, h)
     }
 }
