@@ -561,13 +561,13 @@ pub fn solve_dual(
     // The interior point starts from its own central point.
     let warmed = u0.is_some() && !(friction.is_some() && set.method == CompatMethod::InteriorPoint);
     let tol = set.feasibility_tolerance;
-    let apgd = |problem: &dual::Dual, u0: Option<Vector>| dual_apgd::solve(problem, u0, tol, set.max_iterations as u64);
-    let inner = |problem: &dual::Dual, u0: Option<Vector>| match set.method {
-        CompatMethod::Apgd => apgd(problem, u0),
+    let apgd = |problem: &dual::Dual, u0: Option<Vector>, tol: f64| dual_apgd::solve(problem, u0, tol, set.max_iterations as u64);
+    let inner = |problem: &dual::Dual, u0: Option<Vector>, tol: f64| match set.method {
+        CompatMethod::Apgd => apgd(problem, u0, tol),
         _ => newton::solve(problem, bodies, u0, tol, set.max_iterations),
     };
     let (res, friction) = match friction {
-        None => (inner(&problem, u0)?, None),
+        None => (inner(&problem, u0, tol)?, None),
         Some(fr) => {
             // Lengths scale with s^{1/(p−1)} (f/s = k̃ δ^{p−1}).
             let length = problem.scale.powf(1.0 / (set.p - 1.0));

@@ -77,14 +77,20 @@ fn stalled(changes: &[f64]) -> bool {
 /// round): 12 and 11 Newton steps on the pyramid in about the same time
 /// (GMRES with block ILU(1) throughout instead of CG), and the first 100
 /// steps of tests/compat_friction.rs's 500-grain pour 63 short in 39.5 s
-/// of compatibility against 64 in 29 s. That round only to a feasibility
-/// of 1e-2 (1e-3) before the coupled solve: the pyramid's solves at μ =
-/// 0.3 in 16 (18) Newton steps and 726 (805) Krylov iterations against 24
-/// and 1,038, at μ = 10 in 8 and 310 against 13 and 462; but at 1e-2 33
-/// of the pour's first 100 steps short against 26 (its coupled solves
-/// start further out), also when a loose round that changes no bound is
-/// finished as a Tresca round instead.
+/// of compatibility against 64 in 29 s.
 const SWITCH_AFTER: u32 = 1;
+
+/// Feasibility to which the Tresca round before the coupled solve is
+/// taken: only its bounds and starting point matter, the coupled solve
+/// converges the forces. On the n = 20 pyramid at μ = 0.3 18 Newton steps
+/// and 805 Krylov iterations against 24 and 1,038 with the round to the
+/// solve's tolerance, at μ = 10 10 and 368 against 13 and 462; the first
+/// 100 steps of tests/compat_friction.rs's 500-grain pour 26 short either
+/// way, and the settled 10⁴-sphere pack's step the same (its round stalls
+/// above 1e-3). At 1e-2: 16 and 726 on the pyramid, but 33 of those
+/// steps short (the coupled solves start further out), also when a loose
+/// round that changes no bound is finished as a Tresca round instead.
+const LOOSE: f64 = 1e-3;
 
 /// Smallest approach in Mindlin's k_t = κ (p−1) k̃ δ^{p−2} when p < 2.
 const DELTA_FLOOR: f64 = 1e-8;
@@ -139,15 +145,15 @@ pub(super) fn mindlin(k: f64, p: f64, kappa: f64, delta: f64) -> f64 {
 
 /// Solves the frictional dual from `u0` (scaled) with the elastic history
 /// `anchor` (scaled) and the first bounds from `f_n0` (scaled normal forces:
-/// CD's, or the interior point's it finishes from). `inner(dual, u0)` is one solve (Newton or APGD) of the problem
-/// `dual` holds. Tresca rounds first; with `coupled` (Newton) after
-/// [`SWITCH_AFTER`] rounds the Coulomb problem is solved whole from there (τ = μ f_n(u) inside the Newton iterations),
+/// CD's, or the interior point's it finishes from). `inner(dual, u0, tol)` is one solve (Newton or APGD) of the problem
+/// `dual` holds, to the feasibility given. Tresca rounds first; with
+/// `coupled` (Newton) after [`SWITCH_AFTER`] rounds (taken to [`LOOSE`]) the Coulomb problem is solved whole from there (τ = μ f_n(u) inside the Newton iterations),
 /// again until the sliding contacts keep their μ; within `limit`.
 /// Collective.
 #[allow(clippy::too_many_arguments)]
 pub fn solve<S>(dual: &mut Dual, u0: Option<Vector>, anchor: Vec<[f64; 2]>, f_n0: &[f64], fr: &Friction, tol: f64, coupled: bool, limit: Limit, mut inner: S) -> Result<Rounds>
 where
-    S: FnMut(&Dual, Option<Vector>) -> Result<DualResult>,
+    S: FnMut(&Dual, Option<Vector>, f64) -> Result<DualResult>,
 {
     let nc = dual.k.len();
     let mut sliding: Vec<bool> = (0..nc).map(|i| fr.was_sliding[i] || fr.slip[i].is_some()).collect();
@@ -167,7 +173,8 @@ where
     let mut changes = Vec::new();
     loop {
         rounds += 1;
-        let mut res = inner(dual, u.take())?;
+        let loose = coupled && rounds <= SWITCH_AFTER;
+        let mut res = inner(dual, u.take(), if loose { tol.max(LOOSE) } else { tol })?;
         iterations += res.iterations;
         linear += res.linear;
         // The bounds and stiffnesses at this solve's forces, and how much
@@ -201,7 +208,7 @@ where
         let switched = crate::parallel::sum_u64(dual.comm, switched);
         let stage = if t.coupled { "Coulomb" } else { "Tresca" };
         log::debug!("compatibility: {stage} solve {rounds}: {} iterations, tangential forces change by {change:e}, {switched} contacts change μ", res.iterations);
-        let done = if t.coupled { switched == 0 && res.converged } else { change <= tol };
+        let done = if t.coupled { switched == 0 && res.converged } else { change <= tol && !loose };
         // A coupled solve that did not move, or stalled, cannot be helped
         // by another from where it stopped. A Tresca round with the bounds
         // of a failed coupled solve's forces, then the coupled solve again
