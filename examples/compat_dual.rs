@@ -6,7 +6,7 @@
 //! forces' largest difference to the first method relative to the largest
 //! force) and exits 1 if a method did not converge.
 //!
-//! Usage: `compat_dual CONFIG.toml [--set KEY=VALUE]... [--method newton|apgd|augmented-lagrangian]...
+//! Usage: `compat_dual CONFIG.toml [--set KEY=VALUE]... [--method newton|apgd|augmented-lagrangian|interior-point]...
 //! [--repeat N] [--free-load ID] [--start zero]`
 //! - `--free-load ID` adds a unit vertical load to body ID (which has no
 //!   contact): the problem is then infeasible on that body.
@@ -42,6 +42,7 @@ fn args() -> Args {
                 "newton" => CompatMethod::Newton,
                 "apgd" => CompatMethod::Apgd,
                 "augmented-lagrangian" => CompatMethod::AugmentedLagrangian,
+                "interior-point" => CompatMethod::InteriorPoint,
                 m => panic!("unknown method {m}"),
             }),
             "--repeat" => a.repeat = it.next().and_then(|s| s.parse().ok()).expect("--repeat N"),

@@ -13,7 +13,11 @@
 //! forces contact by contact and solves the body-DOF Schur complement
 //! S = Σ_i B_iᵀ M_i H_i⁻¹ M_iᵀ B_i, assembled like the Newton Hessian
 //! ([`Dual::assemble_blocks`]), by a sparse LU factorisation (MUMPS, through
-//! KSP: options prefix `compat_ipm_`).
+//! KSP: options prefix `compat_ipm_`); up to
+//! [`super::newton::DIRECT_MAX_BODIES`] bodies the whole S on every rank
+//! (`redundant`, sequential MUMPS: the same from run to run, which MUMPS's
+//! parallel LU is not: 12 to 17 of the 500-grain pour's first 100 steps
+//! short from one run to the next, 15 in every run this way).
 //! Its equality multipliers are −u, the body displacements.
 //!
 //! The cone makes the law associated: a contact sliding in the solution
@@ -420,10 +424,12 @@ pub fn solve(dual: &Dual, bodies: &Bodies, anchor: &[[f64; 2]], kt: &[f64], fr: 
     // cones' boundaries: Krylov methods stall there (CG with block Jacobi
     // on a 500-grain pour), a sparse direct factorisation does not.
     crate::petsc::options::set_default("-compat_ipm_pc_factor_mat_solver_type", Some("mumps"))?;
+    crate::petsc::options::set_default("-compat_ipm_redundant_pc_factor_mat_solver_type", Some("mumps"))?;
     // One application of the factorisation: each step refines its whole
     // KKT solve instead (REFINE), which also corrects S's assembly.
     ksp.set_type("preonly")?;
-    ksp.set_pc_type("lu")?;
+    let small = crate::parallel::sum_u64(comm, dual.op.n_owned as u64) <= super::newton::DIRECT_MAX_BODIES;
+    ksp.set_pc_type(if small { "redundant" } else { "lu" })?;
     ksp.set_from_options()?;
     let (mut w, mut z) = (vec![Vector3::zeros(); nc], vec![Vector3::zeros(); nc]);
     let mut y = dual.ft.duplicate()?;

@@ -74,7 +74,7 @@ pub const DIRECT_PREFIX: &str = "compat_direct_";
 /// factorisation, MUMPS's on 2 ranks 3.4 s; the 500-grain pour's:
 /// milliseconds), and with MUMPS a settled 10⁴-sphere pack's coupled
 /// solve ran for minutes.
-const DIRECT_MAX_BODIES: u64 = 2_000;
+pub const DIRECT_MAX_BODIES: u64 = 2_000;
 
 /// Solves the dual by Newton from `u0` (scaled, or `None`: the bilateral
 /// start) to ‖∇Π‖/‖F̃‖ ≤ `tol` in at most `max_it` steps. A solve whose
