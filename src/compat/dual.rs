@@ -143,7 +143,10 @@ impl Tangential {
 /// Least weight (× k_t) of a sliding spring along its slip in the Newton
 /// matrix: a proximal term that keeps the matrix of a pack whose sliding
 /// contacts form a mechanism away from singular (it changes the steps, not
-/// the solution).
+/// the solution). It keeps the coupled Coulomb Newton's last steps linear
+/// (the n = 20 pyramid at μ = 0.3: ‖∇Π‖ 2.6e-7, 3.2e-8, 1.3e-8, 3.1e-9);
+/// lowered to 1e-4 or 1e-5 once ‖∇Π‖/‖F̃‖ < 1e-8, that solve no longer
+/// converges (nine rounds, feasibility 5e-9).
 const SLIP_FLOOR: f64 = 1e-3;
 
 /// A tangential spring with anchor `e`, bound `tau` and stiffness `kt` at

@@ -224,7 +224,11 @@ fn newton(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u3
             ksp.set_pc_type("redundant")?;
         } else if coupled {
             // Block ILU(1) on the 6 × 6 blocks (n = 20 pyramid, μ = 0.3:
-            // 1,073 GMRES iterations against 1,568 with ILU(0)).
+            // 1,073 GMRES iterations against 1,568 with ILU(0)). Rebuilt
+            // only every second Newton step (SNESSetLagPreconditioner 2):
+            // 858 against 805 on that pyramid, in the same time; for every
+            // compatibility solve (`-compat_snes_lag_preconditioner 2`)
+            // 34 of the 500-grain pour's first 100 steps short against 26.
             crate::petsc::options::set_default("-compat_sub_pc_factor_levels", Some("1"))?;
             ksp.set_type("gmres")?;
             ksp.set_pc_type("bjacobi")?;
