@@ -364,6 +364,23 @@ fn newton_apgd_and_augmented_lagrangian_agree_on_the_n8_pyramid() {
     }
 }
 
+/// With friction under Hertz, Mindlin's k_t = κ ∂f_n/∂δ follows the normal
+/// forces: Newton's coupled Coulomb solves repeat until k_t at their
+/// forces changes no tangential force, the fixed point APGD's Tresca rounds
+/// reach (stopping after the first coupled solve, Newton's forces were
+/// 9e-4 (μ = 0.3) and 6e-3 (μ = 10) of the largest from APGD's).
+#[test]
+fn newton_and_apgd_give_the_same_hertzian_frictional_forces_on_the_n8_pyramid() {
+    for mu in ["0.3", "10"] {
+        let friction = format!("material[0].friction={mu}");
+        let out = dual(2, "hertz", 8, &["--set", &friction, "--method", "newton", "--method", "apgd"]);
+        let (newton, apgd) = (dual_line(&out, "Newton"), dual_line(&out, "Apgd"));
+        assert_eq!(newton["converged"], "true", "μ = {mu}: {out}");
+        assert_eq!(apgd["converged"], "true", "μ = {mu}: {out}");
+        assert!(num(&apgd, "diff") <= 1e-8, "μ = {mu}: Newton and APGD differ: {out}");
+    }
+}
+
 #[test]
 fn newton_with_gamg_gives_the_forces_of_jacobi_cg_on_1_and_2_ranks() {
     // `-compat_pc_type gamg` (the rigid-body near-null space is set) must

@@ -148,7 +148,8 @@ pub(super) fn mindlin(k: f64, p: f64, kappa: f64, delta: f64) -> f64 {
 /// CD's, or the interior point's it finishes from). `inner(dual, u0, tol)` is one solve (Newton or APGD) of the problem
 /// `dual` holds, to the feasibility given. Tresca rounds first; with
 /// `coupled` (Newton) after [`SWITCH_AFTER`] rounds (taken to [`LOOSE`]) the Coulomb problem is solved whole from there (τ = μ f_n(u) inside the Newton iterations),
-/// again until the sliding contacts keep their μ; within `limit`.
+/// again until the sliding contacts keep their μ and (p ≠ 2) Mindlin's k_t
+/// at its forces changes no tangential force; within `limit`.
 /// Collective.
 #[allow(clippy::too_many_arguments)]
 pub fn solve<S>(dual: &mut Dual, u0: Option<Vector>, anchor: Vec<[f64; 2]>, f_n0: &[f64], fr: &Friction, tol: f64, coupled: bool, limit: Limit, mut inner: S) -> Result<Rounds>
@@ -208,7 +209,7 @@ where
         let switched = crate::parallel::sum_u64(dual.comm, switched);
         let stage = if t.coupled { "Coulomb" } else { "Tresca" };
         log::debug!("compatibility: {stage} solve {rounds}: {} iterations, tangential forces change by {change:e}, {switched} contacts change μ", res.iterations);
-        let done = if t.coupled { switched == 0 && res.converged } else { change <= tol && !loose };
+        let done = change <= tol && !loose && (!t.coupled || (switched == 0 && res.converged));
         // A coupled solve that did not move, or stalled, cannot be helped
         // by another from where it stopped. A Tresca round with the bounds
         // of a failed coupled solve's forces, then the coupled solve again
