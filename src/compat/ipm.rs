@@ -428,8 +428,7 @@ pub fn solve(dual: &Dual, bodies: &Bodies, anchor: &[[f64; 2]], kt: &[f64], fr: 
     // One application of the factorisation: each step refines its whole
     // KKT solve instead (REFINE), which also corrects S's assembly.
     ksp.set_type("preonly")?;
-    let small = crate::parallel::sum_u64(comm, dual.op.n_owned as u64) <= super::newton::DIRECT_MAX_BODIES;
-    ksp.set_pc_type(if small { "redundant" } else { "lu" })?;
+    ksp.set_pc_type(if super::newton::whole_lu_fits(dual) { "redundant" } else { "lu" })?;
     ksp.set_from_options()?;
     let (mut w, mut z) = (vec![Vector3::zeros(); nc], vec![Vector3::zeros(); nc]);
     let mut y = dual.ft.duplicate()?;

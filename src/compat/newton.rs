@@ -76,6 +76,12 @@ pub const DIRECT_PREFIX: &str = "compat_direct_";
 /// solve ran for minutes.
 pub const DIRECT_MAX_BODIES: u64 = 2_000;
 
+/// Whether `dual` has at most [`DIRECT_MAX_BODIES`] bodies (all ranks): a
+/// sparse LU of its whole body-DOF matrix on every rank fits. Collective.
+pub(super) fn whole_lu_fits(dual: &Dual) -> bool {
+    crate::parallel::sum_u64(dual.comm, dual.op.n_owned as u64) <= DIRECT_MAX_BODIES
+}
+
 /// Solves the dual by Newton from `u0` (scaled, or `None`: the bilateral
 /// start) to ‖∇Π‖/‖F̃‖ ≤ `tol` in at most `max_it` steps. A solve whose
 /// Krylov solve fails goes on from where it stopped (up to
@@ -89,7 +95,7 @@ pub const DIRECT_MAX_BODIES: u64 = 2_000;
 pub fn solve(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u32) -> Result<DualResult> {
     let (first, failed) = newton(dual, bodies, u0, tol, max_it, false)?;
     let left = max_it.saturating_sub(first.iterations as u32);
-    if !failed || first.converged || left == 0 || crate::parallel::sum_u64(dual.comm, dual.op.n_owned as u64) > DIRECT_MAX_BODIES {
+    if !failed || first.converged || left == 0 || !whole_lu_fits(dual) {
         return Ok(first);
     }
     log::debug!("compatibility: a Krylov solve failed at feasibility {:e}; sparse LU from there", first.feasibility);
