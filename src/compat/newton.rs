@@ -192,8 +192,8 @@ fn newton(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u3
     // from gradients only (the values of Π lose the decrease to round-off
     // near the solution).
     // ([`critical_step`], the Tresca rounds' search below, in the coupled
-    // solve too: the Hooke n = 20
-    // pyramid at μ = 0.3 no longer converges: nine rounds, to 1.6e-4.)
+    // solve too: the Hooke n = 20 pyramid at μ = 0.3 no longer converges:
+    // nine rounds, to 1.6e-4.)
     snes.set_line_search_type(if coupled { "bt" } else { "cp" })?;
     // A Tresca round's Π has kinks wherever a spring reaches its bound or a
     // contact opens, and cp takes one secant step on ∇Π·y: on the
