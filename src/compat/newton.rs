@@ -241,10 +241,10 @@ fn newton(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u3
             // Its failed line searches are not those of rough directions:
             // on the 500-grain pour, right preconditioning (GMRES then
             // tests the true residual) left 31 of the first 100 steps short
-            // against 26, and the sparse LU taking over after a failed line
-            // search as after a failed Krylov solve 26; with Hertz the line
-            // searches fail with exact directions (n = 20 pyramid, μ = 0.3,
-            // MUMPS LU on 1 rank).
+            // against 26, and with the sparse LU taking over after a failed
+            // line search as it does after a failed Krylov solve, 26 again;
+            // with Hertz the line searches fail with exact directions too
+            // (n = 20 pyramid, μ = 0.3, MUMPS LU on 1 rank).
             crate::petsc::options::set_default("-compat_sub_pc_factor_levels", Some("1"))?;
             ksp.set_type("gmres")?;
             ksp.set_pc_type("bjacobi")?;
@@ -279,12 +279,12 @@ fn newton(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u3
 }
 
 /// GMRES iterations of a coupled Coulomb Newton step before its linear
-/// solve counts as failed. Where these solves converge they take at most a
-/// few hundred (the n = 20 pyramids, the 500-grain pour: the same results
-/// with 2,000 as with 20,000); where the Hertzian n = 18 and 20 pyramids
-/// at μ = 0.3 do not converge, a solve ran to 20,000, and these stop with
-/// the same forces five to six times sooner (5.0 s against 26 s, 6.3 s
-/// against 38 s).
+/// solve counts as failed. Where these solves converge, 2,000 changes
+/// nothing (the n = 20 pyramids, the 500-grain pour's first 100 steps, the
+/// settled 10⁴-sphere pack's step: the same results as with 20,000); where
+/// the Hertzian n = 18 and 20 pyramids at μ = 0.3 do not converge, a solve
+/// ran to 20,000, and these now stop with the same forces five to six
+/// times sooner (5.0 s against 26 s, 6.3 s against 38 s).
 const COUPLED_KSP_MAX_IT: PetscInt = 2_000;
 
 /// |g(α)| ≤ `LS_TOL` g(0) ends the line search.
