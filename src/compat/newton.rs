@@ -244,7 +244,9 @@ fn newton(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u3
             // against 26, and with the sparse LU taking over after a failed
             // line search as it does after a failed Krylov solve, 26 again;
             // with Hertz the line searches fail with exact directions too
-            // (n = 20 pyramid, μ = 0.3, MUMPS LU on 1 rank).
+            // (n = 20 pyramid, μ = 0.3, MUMPS LU on 1 rank). Going on after
+            // up to 5 failed line searches (`-compat_snes_max_fail 5`): 26
+            // short, in nine times the compatibility time.
             crate::petsc::options::set_default("-compat_sub_pc_factor_levels", Some("1"))?;
             ksp.set_type("gmres")?;
             ksp.set_pc_type("bjacobi")?;
