@@ -191,9 +191,17 @@ fn newton(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u3
     // Critical-point line search: a secant on ∇Π·y = 0 along the step,
     // from gradients only (the values of Π lose the decrease to round-off
     // near the solution).
-    // ([`critical_step`], the Tresca rounds' search below, in the coupled
-    // solve too: the Hooke n = 20 pyramid at μ = 0.3 no longer converges:
-    // nine rounds, to 1.6e-4.)
+    // The coupled solve's bt fails where Newton's model is poor, not where
+    // its directions are rough: on the 500-grain pour, right
+    // preconditioning (GMRES then tests the true residual) left 31 of the
+    // first 100 steps short against 26, and the sparse LU taking over after
+    // a failed line search as after a failed Krylov solve, 26 again; with
+    // Hertz it fails with exact directions too (n = 20 pyramid, μ = 0.3,
+    // MUMPS LU on 1 rank). Going on after up to 5 failed line searches
+    // (`-compat_snes_max_fail 5`): 26 short, in nine times the
+    // compatibility time. [`critical_step`] (the Tresca rounds' search
+    // below) in the coupled solve: the Hooke n = 20 pyramid at μ = 0.3 no
+    // longer converges (nine rounds, to 1.6e-4).
     snes.set_line_search_type(if coupled { "bt" } else { "cp" })?;
     // A Tresca round's Π has kinks wherever a spring reaches its bound or a
     // contact opens, and cp takes one secant step on ∇Π·y: on the
@@ -238,15 +246,6 @@ fn newton(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u3
             // 858 against 805 on that pyramid, in the same time; for every
             // compatibility solve (`-compat_snes_lag_preconditioner 2`)
             // 34 of the 500-grain pour's first 100 steps short against 26.
-            // Its failed line searches are not those of rough directions:
-            // on the 500-grain pour, right preconditioning (GMRES then
-            // tests the true residual) left 31 of the first 100 steps short
-            // against 26, and with the sparse LU taking over after a failed
-            // line search as it does after a failed Krylov solve, 26 again;
-            // with Hertz the line searches fail with exact directions too
-            // (n = 20 pyramid, μ = 0.3, MUMPS LU on 1 rank). Going on after
-            // up to 5 failed line searches (`-compat_snes_max_fail 5`): 26
-            // short, in nine times the compatibility time.
             crate::petsc::options::set_default("-compat_sub_pc_factor_levels", Some("1"))?;
             ksp.set_type("gmres")?;
             ksp.set_pc_type("bjacobi")?;
