@@ -7,10 +7,12 @@
 //! force) and exits 1 if a method did not converge.
 //!
 //! Usage: `compat_dual CONFIG.toml [--set KEY=VALUE]... [--method newton|apgd|augmented-lagrangian|interior-point]...
-//! [--repeat N] [--free-load ID] [--start zero]`
+//! [--repeat N] [--free-load ID] [--start zero] [--increments K]`
 //! - `--free-load ID` adds a unit vertical load to body ID (which has no
 //!   contact): the problem is then infeasible on that body.
 //! - `--start zero`: Newton from u = 0 instead of the bilateral solve.
+//! - `--increments K` (with friction): the load in K equal steps, each
+//!   solve from the last one's tangential history; a line per step.
 //!
 //! A scene with friction gets the frictional CD step (exact Coulomb) and
 //! the frictional compatible solve (Tresca rounds from zero tangential
@@ -30,10 +32,11 @@ struct Args {
     repeat: usize,
     free_load: Option<u64>,
     zero_start: bool,
+    increments: usize,
 }
 
 fn args() -> Args {
-    let mut a = Args { config: String::new(), sets: Vec::new(), methods: Vec::new(), repeat: 1, free_load: None, zero_start: false };
+    let mut a = Args { config: String::new(), sets: Vec::new(), methods: Vec::new(), repeat: 1, free_load: None, zero_start: false, increments: 1 };
     let mut it = std::env::args().skip(1);
     while let Some(x) = it.next() {
         match x.as_str() {
@@ -47,6 +50,7 @@ fn args() -> Args {
             }),
             "--repeat" => a.repeat = it.next().and_then(|s| s.parse().ok()).expect("--repeat N"),
             "--free-load" => a.free_load = it.next().and_then(|s| s.parse().ok()),
+            "--increments" => a.increments = it.next().and_then(|s| s.parse().ok()).expect("--increments K"),
             "--start" => a.zero_start = it.next().as_deref() == Some("zero"),
             "--" => break,
             c => a.config = c.to_string(),
@@ -123,17 +127,32 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
             world.barrier();
             let (t0, c0) = (std::time::Instant::now(), cpu_seconds());
             if frictional {
-                let fr = FrictionIn {
-                    coulomb: tresca::Friction { mu_s: &mu_s, mu_d: &mu_d, was_sliding: &no_slip, kappa: set.tangential_ratio, slip: &slip },
-                    anchor: &no_history,
-                };
                 let mut s: stiffgrain::scene::CompatSettings = (**set).clone();
                 s.method = method;
                 s.max_iterations = max(method, if method == CompatMethod::Apgd { 200_000 } else { 100 });
-                let (r, _) = solve_dual(world, &op, sim.layout(), sim.bodies(), sim.contacts(), &f_cd, &k, &s, &mut None, Some(&fr))?;
-                rounds = r.friction.as_ref().map_or(0, |t| t.rounds);
-                let (outer, inner) = (r.outer as u64, r.inner);
-                (f, its, lin, feas, conv) = (r.f, if method == CompatMethod::Apgd { inner } else { outer }, if method == CompatMethod::Apgd { 0 } else { inner }, r.feasibility, r.converged);
+                // The load in `increments` equal steps, each from the last one's history.
+                let (mut anchor, mut was) = (no_history.clone(), no_slip.clone());
+                (its, lin, rounds) = (0, 0, 0);
+                for j in 1..=args.increments {
+                    let fr = FrictionIn {
+                        coulomb: tresca::Friction { mu_s: &mu_s, mu_d: &mu_d, was_sliding: &was, kappa: set.tangential_ratio, slip: &slip },
+                        anchor: &anchor,
+                    };
+                    let mut load = f_cd.try_clone()?;
+                    load.scale(j as f64 / args.increments as f64)?;
+                    let (r, _) = solve_dual(world, &op, sim.layout(), sim.bodies(), sim.contacts(), &load, &k, &s, &mut None, Some(&fr))?;
+                    let out = r.friction.expect("frictional");
+                    rounds += out.rounds;
+                    let (outer, inner) = (r.outer as u64, r.inner);
+                    its += if method == CompatMethod::Apgd { inner } else { outer };
+                    lin += if method == CompatMethod::Apgd { 0 } else { inner };
+                    (f, feas, conv) = (r.f, r.feasibility, r.converged);
+                    let sliding = parallel::sum_u64(world, out.sliding.iter().filter(|&&x| x).count() as u64);
+                    if world.rank() == 0 && args.increments > 1 {
+                        println!("increment={j} feasibility={feas:e} converged={conv} sliding={sliding}");
+                    }
+                    (anchor, was) = (out.anchor, out.sliding);
+                }
             } else if method == CompatMethod::AugmentedLagrangian {
                 let r = solve_al(world, &mut op, &f_cd, &k, set)?;
                 (f, its, lin, feas, conv) = (r.f, r.outer as u64, r.inner, r.feasibility, r.converged);
