@@ -146,7 +146,9 @@ impl Tangential {
 /// the solution). It keeps the coupled Coulomb Newton's last steps linear
 /// (the n = 20 pyramid at μ = 0.3: ‖∇Π‖ 2.6e-7, 3.2e-8, 1.3e-8, 3.1e-9);
 /// lowered to 1e-4 or 1e-5 once ‖∇Π‖/‖F̃‖ < 1e-8, that solve no longer
-/// converges (nine rounds, feasibility 5e-9).
+/// converges (nine rounds, feasibility 5e-9); 1e-4, 1e-5 or 1e-6 from the
+/// start, its coupled solve stops on a failed line search (at ‖∇Π‖
+/// 2.7e-4 with 1e-4).
 const SLIP_FLOOR: f64 = 1e-3;
 
 /// A tangential spring with anchor `e`, bound `tau` and stiffness `kt` at
