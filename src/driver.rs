@@ -679,7 +679,13 @@ fn take_step(
                     return Err(RunError::Interrupted { step: step - 1, time, path });
                 }
                 let message = format!("{e}; the state before the step is in {}", path.display());
-                let agreed = matches!(e, SolverError::SmallestStep { .. } | SolverError::NonFinite { .. } | SolverError::NotConverged { .. });
+                // Every rank wrote the checkpoint, so every rank holds an
+                // error (a PETSc error in a collective solve is raised on
+                // each): the same text everywhere is printed once.
+                let mut first = message.clone();
+                crate::parallel::broadcast_string(world.comm(), &mut first);
+                let same = crate::parallel::all_ok(world.comm(), first == message);
+                let agreed = same || matches!(e, SolverError::SmallestStep { .. } | SolverError::NonFinite { .. } | SolverError::NotConverged { .. });
                 return Err(RunError::Solver { step, message, agreed });
             }
         };

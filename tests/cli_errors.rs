@@ -373,3 +373,27 @@ fn a_count_that_is_neither_a_number_nor_three_says_what_a_count_is() {
         );
     }
 }
+
+#[test]
+fn a_petsc_error_in_a_collective_solve_is_printed_once() {
+    // Two spheres on a floor, one per rank; a PETSc option naming no
+    // preconditioner fails the first contact solve on both ranks alike.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let text = GOOD
+        .replace("[simulation]\n", "[simulation]\ngravity = [0.0, 0.0, -9.81]\n")
+        .replace("[0.0, 0.0, 1.0]", "[-1.0, 0.0, 0.5]")
+        .replace("[2.0, 0.0, 1.0]", "[1.0, 0.0, 0.5]")
+        .replace("OUTDIR", &out.display().to_string())
+        + "\n[[wall]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\n\n[solver]\nmethod = \"newton\"\n";
+    let cfg = dir.path().join("scene.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let o = common::mpirun(2, &common::stiffgrain(), &["run", cfg.to_str().unwrap(), "--", "-cd_pc_type", "nonexistent"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    // (Counted in the whole text: lines of two ranks can interleave.)
+    assert_eq!(stderr.matches("nonexistent").count(), 1, "printed once, not once per rank: {stderr}");
+    let line = stderr.lines().find(|l| l.contains("nonexistent")).unwrap();
+    assert!(line.contains("the state before the step is in") && line.contains("checkpoint-"), "{line}");
+    assert!(std::fs::read_dir(&out).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().starts_with("checkpoint-")), "no checkpoint in {}", out.display());
+}
