@@ -148,7 +148,7 @@ impl Tangential {
 /// lowered to 1e-4 or 1e-5 once ‖∇Π‖/‖F̃‖ < 1e-8, that solve no longer
 /// converges (nine rounds, feasibility 5e-9); 1e-4, 1e-5 or 1e-6 from the
 /// start, its coupled solve stops on a failed line search (at ‖∇Π‖
-/// 2.7e-4 with 1e-4).
+/// 2.7e-4 with 1e-4; all measured with block-Jacobi).
 const SLIP_FLOOR: f64 = 1e-3;
 
 /// A tangential spring with anchor `e`, bound `tau` and stiffness `kt` at

@@ -277,8 +277,9 @@ impl Solver for CompatibleCdSolver {
             tangential = res.friction.take();
             // Measured, not kept: solving a failed step again with its load
             // in four sub-increments from the previous step's (each from the
-            // last one's history) converged none of the 26 steps of the
-            // 500-grain pour's first 100 that end short (the first
+            // last one's history) converged none of the steps of the
+            // 500-grain pour's first 100 that end short (26, with the
+            // block-Jacobi preconditioner of the time; the first
             // sub-increment already misses by 0.6 of the load; 2.4× the
             // compatibility time).
             if !res.converged {

@@ -189,7 +189,8 @@ fn newton(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u3
     // ILU(0) to 1e-5; 36 s against 2.6 s). Loosened only in the linear
     // tail (rtol 0.1 × the last reduction of ‖∇Π‖, at most 1e-2, once
     // ‖∇Π‖ < 1e-6 ‖F̃‖) they still fail there: 51 Newton steps and 1,545
-    // Krylov iterations against 18 and 805 (1e-4 ‖F̃‖: not converged).
+    // Krylov iterations against 18 and 805 with block-Jacobi (1e-4 ‖F̃‖:
+    // not converged).
     snes.set_use_ew(!coupled)?;
     // Critical-point line search: a secant on ∇Π·y = 0 along the step,
     // from gradients only (the values of Π lose the decrease to round-off
