@@ -138,18 +138,28 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
                         coulomb: tresca::Friction { mu_s: &mu_s, mu_d: &mu_d, was_sliding: &was, kappa: set.tangential_ratio, slip: &slip },
                         anchor: &anchor,
                     };
-                    let mut load = f_cd.try_clone()?;
-                    load.scale(j as f64 / args.increments as f64)?;
-                    let (r, _) = solve_dual(world, &op, sim.layout(), sim.bodies(), sim.contacts(), &load, &k, &s, &mut None, Some(&fr))?;
+                    // (One increment solves f_cd itself: nothing extra in the timed solve.)
+                    let scaled = match args.increments {
+                        1 => None,
+                        n => {
+                            let mut load = f_cd.try_clone()?;
+                            load.scale(j as f64 / n as f64)?;
+                            Some(load)
+                        }
+                    };
+                    let load = scaled.as_ref().unwrap_or(&f_cd);
+                    let (r, _) = solve_dual(world, &op, sim.layout(), sim.bodies(), sim.contacts(), load, &k, &s, &mut None, Some(&fr))?;
                     let out = r.friction.expect("frictional");
                     rounds += out.rounds;
                     let (outer, inner) = (r.outer as u64, r.inner);
                     its += if method == CompatMethod::Apgd { inner } else { outer };
                     lin += if method == CompatMethod::Apgd { 0 } else { inner };
                     (f, feas, conv) = (r.f, r.feasibility, r.converged);
-                    let sliding = parallel::sum_u64(world, out.sliding.iter().filter(|&&x| x).count() as u64);
-                    if world.rank() == 0 && args.increments > 1 {
-                        println!("increment={j} feasibility={feas:e} converged={conv} sliding={sliding}");
+                    if args.increments > 1 {
+                        let sliding = parallel::sum_u64(world, out.sliding.iter().filter(|&&x| x).count() as u64);
+                        if world.rank() == 0 {
+                            println!("increment={j} feasibility={feas:e} converged={conv} sliding={sliding}");
+                        }
                     }
                     (anchor, was) = (out.anchor, out.sliding);
                 }
