@@ -32,7 +32,10 @@
 //! the 10⁴-sphere pack an interior-point solve of the force form finds the
 //! second round (bounds from the first round's f_n) infeasible, and no
 //! admissible forces in the associated cone at μ/√(1+μ²): the pack stands
-//! on nearly all of its friction (the compatible-cd chapter).
+//! on nearly all of its friction. On the 10⁴-sphere pack of the frictional
+//! pour at rest, a stiff explicit DEM loaded on the same geometry moves
+//! five spheres by 0.1–0.2 mm at every stiffness from 100 to 6,400 N/m:
+//! the forces do not exist there (the compatible-cd chapter).
 use super::dual::{spring, Dual, DualResult, Tangential};
 use crate::petsc::{Result, Vector};
 
