@@ -7,12 +7,16 @@
 //! force) and exits 1 if a method did not converge.
 //!
 //! Usage: `compat_dual CONFIG.toml [--set KEY=VALUE]... [--method newton|apgd|augmented-lagrangian|interior-point]...
-//! [--repeat N] [--free-load ID] [--start zero] [--increments K]`
+//! [--repeat N] [--free-load ID] [--start zero] [--increments K] [--mu-path M1,M2,...]`
 //! - `--free-load ID` adds a unit vertical load to body ID (which has no
 //!   contact): the problem is then infeasible on that body.
 //! - `--start zero`: Newton from u = 0 instead of the bilateral solve.
 //! - `--increments K` (with friction): the load in K equal steps, each
 //!   solve from the last one's tangential history; a line per step.
+//! - `--mu-path M1,M2,...` (with friction): before the timed solve, the
+//!   same one-shot problem (zero history) at μ_s = μ_d = M1, M2, ... in
+//!   turn, each Newton from the last one's displacements, and the timed
+//!   solve from the last of them; a line per μ.
 //!
 //! A scene with friction gets the frictional CD step (exact Coulomb) and
 //! the frictional compatible solve (Tresca rounds from zero tangential
@@ -33,10 +37,11 @@ struct Args {
     free_load: Option<u64>,
     zero_start: bool,
     increments: usize,
+    mu_path: Vec<f64>,
 }
 
 fn args() -> Args {
-    let mut a = Args { config: String::new(), sets: Vec::new(), methods: Vec::new(), repeat: 1, free_load: None, zero_start: false, increments: 1 };
+    let mut a = Args { config: String::new(), sets: Vec::new(), methods: Vec::new(), repeat: 1, free_load: None, zero_start: false, increments: 1, mu_path: Vec::new() };
     let mut it = std::env::args().skip(1);
     while let Some(x) = it.next() {
         match x.as_str() {
@@ -51,6 +56,7 @@ fn args() -> Args {
             "--repeat" => a.repeat = it.next().and_then(|s| s.parse().ok()).expect("--repeat N"),
             "--free-load" => a.free_load = it.next().and_then(|s| s.parse().ok()),
             "--increments" => a.increments = it.next().and_then(|s| s.parse().ok()).expect("--increments K"),
+            "--mu-path" => a.mu_path = it.next().expect("--mu-path M1,M2,...").split(',').map(|m| m.parse().expect("--mu-path: a number")).collect(),
             "--start" => a.zero_start = it.next().as_deref() == Some("zero"),
             "--" => break,
             c => a.config = c.to_string(),
@@ -133,6 +139,18 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
                 // The load in `increments` equal steps, each from the last one's history.
                 let (mut anchor, mut was) = (no_history.clone(), no_slip.clone());
                 (its, lin, rounds) = (0, 0, 0);
+                // A continuation in μ: the one-shot problem at each μ of the
+                // path, Newton from the last one's displacements.
+                let mut warm = None;
+                for &m in &args.mu_path {
+                    let mu = vec![m; nc];
+                    let fr = FrictionIn { coulomb: tresca::Friction { mu_s: &mu, mu_d: &mu, was_sliding: &no_slip, kappa: set.tangential_ratio, slip: &slip }, anchor: &no_history };
+                    let (r, _) = solve_dual(world, &op, sim.layout(), sim.bodies(), sim.contacts(), &f_cd, &k, &s, &mut warm, Some(&fr))?;
+                    let sliding = parallel::sum_u64(world, r.friction.as_ref().map_or(0, |o| o.sliding.iter().filter(|&&x| x).count()) as u64);
+                    if world.rank() == 0 {
+                        println!("mu={m} newton={} feasibility={:e} converged={} sliding={sliding}", r.outer, r.feasibility, r.converged);
+                    }
+                }
                 for j in 1..=args.increments {
                     let fr = FrictionIn {
                         coulomb: tresca::Friction { mu_s: &mu_s, mu_d: &mu_d, was_sliding: &was, kappa: set.tangential_ratio, slip: &slip },
@@ -148,7 +166,10 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
                         }
                     };
                     let load = scaled.as_ref().unwrap_or(&f_cd);
-                    let (r, _) = solve_dual(world, &op, sim.layout(), sim.bodies(), sim.contacts(), load, &k, &s, &mut None, Some(&fr))?;
+                    // Cold, as compatible-cd's increments would be, but for the
+                    // first after a μ path.
+                    let mut w = if j == 1 { warm.take() } else { None };
+                    let (r, _) = solve_dual(world, &op, sim.layout(), sim.bodies(), sim.contacts(), load, &k, &s, &mut w, Some(&fr))?;
                     let out = r.friction.expect("frictional");
                     rounds += out.rounds;
                     let (outer, inner) = (r.outer as u64, r.inner);
