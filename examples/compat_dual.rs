@@ -13,10 +13,10 @@
 //! - `--start zero`: Newton from u = 0 instead of the bilateral solve.
 //! - `--increments K` (with friction): the load in K equal steps, each
 //!   solve from the last one's tangential history; a line per step.
-//! - `--mu-path M1,M2,...` (with friction): before the timed solve, the
-//!   same one-shot problem (zero history) at μ_s = μ_d = M1, M2, ... in
-//!   turn, each Newton from the last one's displacements, and the timed
-//!   solve from the last of them; a line per μ.
+//! - `--mu-path M1,M2,...` (with friction): first the same one-shot
+//!   problem (zero history) at μ_s = μ_d = M1, M2, ... in turn, each
+//!   Newton from the last one's displacements, then the scene's own μ from
+//!   the last of them; a line per μ (`seconds` counts them all).
 //!
 //! A scene with friction gets the frictional CD step (exact Coulomb) and
 //! the frictional compatible solve (Tresca rounds from zero tangential
