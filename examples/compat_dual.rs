@@ -142,11 +142,12 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
                 // A continuation in μ: the one-shot problem at each μ of the
                 // path, Newton from the last one's displacements.
                 let mut warm = None;
+                let sliding_total = |s: &[bool]| parallel::sum_u64(world, s.iter().filter(|&&x| x).count() as u64);
                 for &m in &args.mu_path {
                     let mu = vec![m; nc];
                     let fr = FrictionIn { coulomb: tresca::Friction { mu_s: &mu, mu_d: &mu, was_sliding: &no_slip, kappa: set.tangential_ratio, slip: &slip }, anchor: &no_history };
                     let (r, _) = solve_dual(world, &op, sim.layout(), sim.bodies(), sim.contacts(), &f_cd, &k, &s, &mut warm, Some(&fr))?;
-                    let sliding = parallel::sum_u64(world, r.friction.as_ref().map_or(0, |o| o.sliding.iter().filter(|&&x| x).count()) as u64);
+                    let sliding = sliding_total(r.friction.as_ref().map_or(&[][..], |o| &o.sliding[..]));
                     if world.rank() == 0 {
                         println!("mu={m} newton={} feasibility={:e} converged={} sliding={sliding}", r.outer, r.feasibility, r.converged);
                     }
@@ -177,7 +178,7 @@ fn run(world: &parallel::Comm, scene: &stiffgrain::scene::Scene, bodies: stiffgr
                     lin += if method == CompatMethod::Apgd { 0 } else { inner };
                     (f, feas, conv) = (r.f, r.feasibility, r.converged);
                     if args.increments > 1 {
-                        let sliding = parallel::sum_u64(world, out.sliding.iter().filter(|&&x| x).count() as u64);
+                        let sliding = sliding_total(&out.sliding);
                         if world.rank() == 0 {
                             println!("increment={j} feasibility={feas:e} converged={conv} sliding={sliding}");
                         }
