@@ -364,7 +364,7 @@ fn newton_apgd_and_augmented_lagrangian_agree_on_the_n8_pyramid() {
     }
 }
 
-/// With friction under Hertz, Mindlin's k_t = κ ∂f_n/∂δ follows the normal
+/// With friction under Hertz, the springs' k_t = κ f_n/δ follows the normal
 /// forces: Newton's coupled Coulomb solves repeat until k_t at their
 /// forces changes no tangential force, the fixed point APGD's Tresca rounds
 /// reach (stopping after the first coupled solve, Newton's forces were

@@ -456,7 +456,7 @@ pub fn cd_normal(f_cd: &Vector, rows: usize) -> Result<Vec<f64>> {
 
 /// The tangential answer that reports CD's forces: CD's f_t on body b
 /// (world frame), the elastic history of a spring carrying it,
-/// e = −f_t / k_t (k_t = κ k̃ for p = 2, Mindlin's κ (p−1) k̃ δ^{p−2} at the
+/// e = −f_t / k_t (k_t = κ k̃ for p = 2, κ k̃ δ^{p−2} ([`tresca::secant`]) at the
 /// approach δ = (f_n/k̃)^{1/(p−1)} that carries CD's f_n), and sliding
 /// where the force is on the cone. `rounds` is 0.
 pub fn cd_friction(op: &ContactOperator, f_cd: &Vector, k: &[f64], p: f64, kappa: f64, mu_s: &[f64], mu_d: &[f64]) -> Result<FrictionOut> {
@@ -466,7 +466,7 @@ pub fn cd_friction(op: &ContactOperator, f_cd: &Vector, k: &[f64], p: f64, kappa
     for i in 0..n {
         let (t1, t2) = op.tangents[i];
         let (f_n, ft) = (fv[3 * i], t1 * fv[3 * i + 1] + t2 * fv[3 * i + 2]);
-        let kt = if k[i] > 0.0 && f_n > 0.0 { tresca::mindlin(k[i], p, kappa, tresca::approach(k[i], p, f_n)) } else { 0.0 };
+        let kt = if k[i] > 0.0 && f_n > 0.0 { tresca::secant(k[i], p, kappa, tresca::approach(k[i], p, f_n)) } else { 0.0 };
         anchor.push(if kt > 0.0 { -ft / kt } else { Vector3::zeros() });
         sliding.push(kt > 0.0 && ft.norm() >= (1.0 - ON_CONE) * mu_s[i].min(mu_d[i]) * f_n);
         f_t.push(ft);

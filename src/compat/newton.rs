@@ -200,8 +200,9 @@ fn newton(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u3
     // preconditioning (GMRES then tests the true residual) left 31 of the
     // first 100 steps short against 26, and the sparse LU taking over after
     // a failed line search as after a failed Krylov solve, 26 again; with
-    // Hertz it fails with exact directions too (n = 20 pyramid, μ = 0.3,
-    // MUMPS LU on 1 rank). Going on after up to 5 failed line searches
+    // Hertz and Mindlin's tangent as the springs' secant (the law before
+    // [`super::tresca::secant`]) it failed with exact directions too (n = 20
+    // pyramid, μ = 0.3, MUMPS LU on 1 rank). Going on after up to 5 failed line searches
     // (`-compat_snes_max_fail 5`): 26 short, in nine times the
     // compatibility time. [`critical_step`] (the Tresca rounds' search
     // below) in the coupled solve: the Hooke n = 20 pyramid at μ = 0.3 no
@@ -293,9 +294,11 @@ fn newton(dual: &Dual, bodies: &Bodies, u0: Option<Vector>, tol: f64, max_it: u3
 /// solve counts as failed. Where these solves converge, 2,000 changes
 /// nothing (the n = 20 pyramids, the 500-grain pour's first 100 steps, the
 /// settled 10⁴-sphere pack's step: the same results as with 20,000); where
-/// the Hertzian n = 18 and 20 pyramids at μ = 0.3 do not converge, a solve
-/// ran to 20,000, and these now stop with the same forces five to six
-/// times sooner (5.0 s against 26 s, 6.3 s against 38 s).
+/// the Hertzian n = 18 and 20 pyramids at μ = 0.3 did not converge (with
+/// Mindlin's tangent as the springs' secant, the law before
+/// [`super::tresca::secant`]), a solve ran to 20,000, and those stopped
+/// with the same forces five to six times sooner (5.0 s against 26 s,
+/// 6.3 s against 38 s).
 const COUPLED_KSP_MAX_IT: PetscInt = 2_000;
 
 /// |g(α)| ≤ `LS_TOL` g(0) ends the line search.

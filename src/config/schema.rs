@@ -132,7 +132,8 @@ pub struct CompatibilityCfg {
     pub max_inner: Option<u32>,
     /// κ = k_t / k_n, the tangential springs' stiffness relative to the
     /// normal ones (frictional materials; default 2/7: a solid sphere's
-    /// tangential and normal contact vibrations then have the same period).
+    /// tangential and normal contact vibrations then have the same period);
+    /// for p ≠ 2 relative to ∂f_n/∂δ, Mindlin's incremental law.
     #[schemars(extend("x-default" = "2/7"))]
     pub tangential_ratio: Option<f64>,
     /// Relative stiffness of material pairs (`[[compatibility.stiffness]]`);

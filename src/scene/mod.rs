@@ -322,7 +322,8 @@ pub struct CompatSettings {
     pub max_outer: u32,
     /// APGD iterations per subproblem.
     pub max_inner: u32,
-    /// κ = k_t / k_n of the tangential springs (frictional scenes).
+    /// κ = k_t / k_n of the tangential springs (frictional scenes; for
+    /// p ≠ 2 k_t / (∂f_n/∂δ), Mindlin's incremental stiffness).
     pub tangential_ratio: f64,
 }
 
