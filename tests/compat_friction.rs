@@ -14,7 +14,11 @@
 //! neighbours and μ = 0.3 the DEM and the compatible forces slide at the
 //! same contacts. In a pour, grains that slide in a CD step carry μ f_n
 //! along CD's friction. A solve that stops short reports CD's forces, in
-//! equilibrium.
+//! equilibrium. On the n = 14 pyramid with touching neighbours, loaded by
+//! the nonsmooth Gauss–Seidel's forces, the contacts that slide are left
+//! free and the rest are checked to be the springs' forces of one set of
+//! body displacements (a least-squares residual by CGLS), on 1, 2 and 3
+//! ranks.
 mod common;
 use common::frames::{frames, Frame};
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
@@ -603,6 +607,22 @@ fn a_forming_pack_converges_where_gmres_breaks_down() {
     assert!(over <= 1e-9, "a compatible force outside the Coulomb cone by {over:e}");
 }
 
+/// The largest net force on a `free` sphere of mass `m` over a step of
+/// `dt` from `before` to `f`, in weights: m (v⁺ − v)/Δt against m g and
+/// the compatible contact forces.
+fn out_of_balance(before: &Frame, f: &Frame, m: f64, dt: f64, free: &dyn Fn(u64) -> bool) -> f64 {
+    let weight = m * 9.81;
+    let mut net: Vec<Vector3<f64>> = (0..f.pos.len()).map(|i| Vector3::new(0.0, 0.0, -weight) - m * (v3(f.vel[i]) - v3(before.vel[i])) / dt).collect();
+    for c in &f.contacts {
+        let on_b = compatible(c);
+        if c.body_b < WALL {
+            net[c.body_b as usize] += on_b;
+        }
+        net[c.body_a as usize] -= on_b;
+    }
+    (0..f.pos.len()).filter(|&i| free(i as u64)).map(|i| net[i].norm()).fold(0.0, f64::max) / weight
+}
+
 #[test]
 fn a_compatible_solve_that_stops_short_reports_cds_forces_in_equilibrium() {
     // The pyramid of the network test at μ = 0.3, its compatible forces by
@@ -614,7 +634,7 @@ fn a_compatible_solve_that_stops_short_reports_cds_forces_in_equilibrium() {
     let (text, base) = pyramid_text(2e-4, 2.0 / 7.0, 0.3, 1, None);
     let text = text.replace("[compatibility]\n", "[compatibility]\nmethod = \"apgd\"\nmax_iterations = 5\n").replace("tolerance = 1e-10", "tolerance = 1e-9");
     let m = 2000.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.01f64.powi(3);
-    let (weight, dt) = (m * 9.81, 1e-3);
+    let dt = 1e-3;
     for np in [1, 2] {
         let out = common::run_config(np, dir.path(), &format!("short-{np}"), &text).0;
         let s = common::frames::summary(&out);
@@ -622,17 +642,10 @@ fn a_compatible_solve_that_stops_short_reports_cds_forces_in_equilibrium() {
         assert!(solves > 0 && s["compatibility_not_converged"] == solves, "{np} rank(s): every solve stops short: {s}");
         let fr = frames(&out);
         for (before, f) in fr.iter().zip(&fr[1..]) {
-            // m (v⁺ − v)/Δt = m g + Σ contact forces, per free sphere.
-            let mut net: Vec<Vector3<f64>> = (0..f.pos.len()).map(|i| Vector3::new(0.0, 0.0, -weight) - m * (v3(f.vel[i]) - v3(before.vel[i])) / dt).collect();
             for c in &f.contacts {
                 assert_eq!((c.force_compatible, c.force_compatible_tangent), (c.force_normal, c.force_tangent), "CD's forces reported");
-                let on_b = compatible(c);
-                if c.body_b < WALL {
-                    net[c.body_b as usize] += on_b;
-                }
-                net[c.body_a as usize] -= on_b;
             }
-            let worst = net[base..].iter().map(|v| v.norm()).fold(0.0, f64::max) / weight;
+            let worst = out_of_balance(before, f, m, dt, &|id| id >= base as u64);
             eprintln!("{np} rank(s), t = {}: largest net force on a free sphere {worst:.2e} of its weight", f.t);
             assert!(worst <= 1e-9, "{np} rank(s): reported forces out of equilibrium by {worst:e} of a weight");
         }
@@ -656,5 +669,124 @@ fn the_interior_point_method_gives_newtons_compatible_frictional_forces() {
         let d = a.contacts.iter().zip(&b.contacts).map(|(x, y)| (compatible(x) - compatible(y)).norm()).fold(0.0, f64::max);
         eprintln!("{name}: interior point within {:.2e} of Newton (relative)", d / scale);
         assert!(d <= 1e-8 * scale, "{name}: the interior point's forces {d} N from Newton's");
+    }
+}
+
+/// The least-squares residual ‖A x − g‖ / ‖g‖ of "these forces are the
+/// springs' forces of one set of body displacements x": per loaded
+/// contact of `fr` (f_n > 0) nᵀd = −f_n, and where it sticks (|f_t| below
+/// μ f_n) also (I − n nᵀ) d = −f_t / κ, with d = J_b x_b − J_a x_a (k = 1,
+/// fresh tangential springs; `fixed` bodies and walls do not move). Solved
+/// by CGLS on the sparse contact rows; floppy modes do no harm.
+fn incompatibility(fr: &Frame, force: &dyn Fn(&common::frames::Contact) -> (f64, Vector3<f64>), fixed: &dyn Fn(u64) -> bool, mu: f64, kappa: f64) -> f64 {
+    let nb = fr.pos.len();
+    // Rows: (body, 6-row of J) pairs and the right-hand side.
+    let mut rows: Vec<(Vec<(usize, [f64; 6])>, f64)> = Vec::new();
+    for c in &fr.contacts {
+        let (f_n, f_t) = force(c);
+        if f_n <= 0.0 {
+            continue;
+        }
+        let nrm = v3(c.normal);
+        let p = v3(c.point);
+        let row = |e: Vector3<f64>, rhs: f64| {
+            let mut r = Vec::new();
+            for (id, s) in [(c.body_a, -1.0), (c.body_b, 1.0)] {
+                if id < WALL && !fixed(id) {
+                    // eᵀ (v + ω × r) = eᵀ v + (r × e)ᵀ ω.
+                    let arm = (p - v3(fr.pos[id as usize])).cross(&e);
+                    r.push((id as usize, [e.x, e.y, e.z, arm.x, arm.y, arm.z].map(|x| s * x)));
+                }
+            }
+            (r, rhs)
+        };
+        rows.push(row(nrm, -f_n));
+        if f_t.norm() < mu * f_n * (1.0 - 1e-6) {
+            for k in 0..3 {
+                let e = Vector3::ith(k, 1.0);
+                let e_t = e - nrm * nrm.dot(&e);
+                rows.push(row(e_t, -e_t.dot(&f_t) / kappa));
+            }
+        }
+    }
+    let apply = |x: &[f64]| -> Vec<f64> { rows.iter().map(|(r, _)| r.iter().map(|(b, j)| (0..6).map(|d| j[d] * x[6 * b + d]).sum::<f64>()).sum()).collect() };
+    let apply_t = |y: &[f64]| -> Vec<f64> {
+        let mut x = vec![0.0; 6 * nb];
+        for ((r, _), yi) in rows.iter().zip(y) {
+            for (b, j) in r {
+                for d in 0..6 {
+                    x[6 * b + d] += j[d] * yi;
+                }
+            }
+        }
+        x
+    };
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let g: Vec<f64> = rows.iter().map(|r| r.1).collect();
+    let (mut x, mut r) = (vec![0.0; 6 * nb], g.clone());
+    let mut s = apply_t(&r);
+    let mut p = s.clone();
+    let mut gamma = dot(&s, &s);
+    let g0 = gamma;
+    for _ in 0..100_000 {
+        if gamma <= 1e-28 * g0 {
+            break;
+        }
+        let q = apply(&p);
+        let alpha = gamma / dot(&q, &q);
+        x.iter_mut().zip(&p).for_each(|(x, p)| *x += alpha * p);
+        r.iter_mut().zip(&q).for_each(|(r, q)| *r -= alpha * q);
+        s = apply_t(&r);
+        let next = dot(&s, &s);
+        p = s.iter().zip(&p).map(|(s, p)| s + next / gamma * p).collect();
+        gamma = next;
+    }
+    (dot(&r, &r) / dot(&g, &g)).sqrt()
+}
+
+#[test]
+fn a_sliding_pyramid_s_compatible_forces_are_the_springs_forces_of_one_displacement_on_1_2_3_ranks() {
+    // The n = 14 cannonball pyramid (1,015 spheres), layers touching, μ =
+    // 0.3, loaded by the nonsmooth Gauss–Seidel's CD forces: contacts slide.
+    // The compatible forces balance every sphere's load, lie in the Coulomb
+    // cone and are the springs' forces of one set of displacements — what
+    // CD's forces, in equilibrium too, are not.
+    let (mu, kappa, r) = (0.3, 2.0 / 7.0, 1.25e-3f64);
+    let text = format!(
+        "[simulation]\nsolver = \"compatible-cd\"\nt_end = 1e-3\ndt = 1e-3\ngravity = [0.0, 0.0, -9.81]\n\n\
+         [[material]]\nname = \"grain\"\ndensity = 2000.0\nfriction = {mu:?}\n\n\
+         [[shape]]\nname = \"ball\"\nkind = \"sphere\"\nradius = {r:?}\n\n\
+         [[generate]]\nkind = \"pyramid\"\nshape = \"ball\"\norigin = [0.0, 0.0, 0.0]\nn = 14\nlayer_gap = 0.0\nfix_base = true\n\n\
+         [solver]\nmethod = \"pgs\"\ntolerance = 1e-8\nmax_iterations = 20000\n\n\
+         [compatibility]\ntangential_ratio = {kappa:?}\n\n\
+         [output]\ndir = \"OUTDIR\"\nevery = 1\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let m = 2000.0 * 4.0 / 3.0 * std::f64::consts::PI * r.powi(3);
+    let dt = 1e-3;
+    for np in [1, 2, 3] {
+        let fr = run(np, dir.path(), "sliding", &text);
+        let (before, f) = (&fr[0], fr.last().unwrap());
+        let fixed = |id: u64| f.pos[id as usize][2] < 1.5 * r;
+        let (mut over, mut slid) = (f64::MIN, 0);
+        for c in &f.contacts {
+            if c.force_compatible > 0.0 {
+                let ratio = v3(c.force_compatible_tangent).norm() / (mu * c.force_compatible);
+                over = over.max(ratio - 1.0);
+                slid += (ratio >= 1.0 - 1e-6) as usize;
+            }
+        }
+        let worst = out_of_balance(before, f, m, dt, &|id| !fixed(id));
+        let compatible_forces = |c: &common::frames::Contact| (c.force_compatible, v3(c.force_compatible_tangent));
+        let cd_forces = |c: &common::frames::Contact| (c.force_normal, v3(c.force_tangent));
+        let (e, e_cd) = (incompatibility(f, &compatible_forces, &fixed, mu, kappa), incompatibility(f, &cd_forces, &fixed, mu, kappa));
+        let gap = f.contacts.iter().filter(|c| c.force_compatible > 0.0).map(|c| c.gap.abs()).fold(0.0, f64::max);
+        eprintln!("{np} rank(s): {slid} contacts at the bound; net force {worst:.2e} of a weight, |f_t|/(μ f_n) − 1 ≤ {over:.2e}, incompatibility {e:.2e} (CD's forces: {e_cd:.2e}), loaded gaps ≤ {gap:.1e} m");
+        assert!(slid > 0, "{np} rank(s): no contact slides");
+        assert!(worst <= 1e-8, "{np} rank(s): compatible forces out of equilibrium by {worst:e} of a weight");
+        assert!(over <= 1e-9, "{np} rank(s): a compatible force outside the Coulomb cone by {over:e}");
+        assert!(gap <= 1e-12 * r, "{np} rank(s): the pyramid's loaded contacts touch ({gap:e} m)");
+        assert!(e <= 1e-8, "{np} rank(s): the compatible forces are not the springs' forces of one displacement ({e:e})");
+        assert!(e_cd >= 1e3 * e, "{np} rank(s): the check does not tell CD's forces ({e_cd:e}) from the compatible ones");
     }
 }
