@@ -608,28 +608,59 @@ pub fn solve_dual(
                 if newton.result.converged || set.method == CompatMethod::Apgd {
                     newton
                 } else {
-                    // Newton's coupled Coulomb solves can stall where a
-                    // line search fails between stick and slip (a pour's
-                    // landing grains); APGD's rounds on the same problem,
-                    // from rest, take their place for a bounded effort
-                    // (most such steps of a formed pack do not converge
-                    // either). Its iterations count as inner ones. The
-                    // interior point in their place (Hooke, up to 2,000
-                    // bodies): 17 of the 500-grain pour's first 100 steps
-                    // short against 26, compatibility 66 s against 35–47 s
-                    // (the interior point first and Newton after it: 14,
-                    // 66 s; `method = "interior-point"` alone: 15, 31 s);
-                    // but where Newton converges the interior point can
-                    // take minutes (n = 16 pyramid at μ = 10: 247 s against
-                    // 0.23 s), so it stays a method to choose. Not kept.
-                    let again = tresca::solve(&mut problem, None, anchor, &f_n0, &fr.coulomb, tol, false, tresca::Limit::RESCUE, apgd)?;
-                    log::debug!("compatibility: Newton stopped at feasibility {:e}; APGD's rounds: {} iterations, feasibility {:e}", newton.result.feasibility, again.result.iterations, again.result.feasibility);
-                    let (iterations, linear) = (newton.result.iterations, newton.result.linear + again.result.iterations);
-                    let rounds = newton.rounds + again.rounds;
-                    if again.result.converged {
-                        tresca::Rounds { rounds, result: DualResult { iterations, linear, ..again.result }, ..again }
+                    // The first Tresca round bounds the springs by CD's
+                    // normal forces; where those are far from the
+                    // compatible ones (the nonsmooth Gauss–Seidel's on a
+                    // pyramid with touching neighbours, n = 18 and 20 at
+                    // μ = 0.3) the coupled Coulomb solve that follows
+                    // stalls near 1e-3, while from zero bounds (a first
+                    // round without friction) it converges in about 33
+                    // Newton steps. Sub-increments of the load do not help
+                    // under Hooke: the first is the same problem, scaled.
+                    // With tangential history (the 500-grain pour of
+                    // tests/compat_friction.rs) it rescued no step of 100
+                    // and cost a fifth more time, so only fresh solves try.
+                    let fresh = fr.anchor.iter().all(|a| *a == Vector3::zeros()) && !fr.coulomb.was_sliding.iter().any(|&s| s);
+                    let from_zero = if crate::parallel::all_ok(comm, fresh) {
+                        let z = tresca::solve(&mut problem, None, anchor.clone(), &vec![0.0; n], &fr.coulomb, tol, true, tresca::Limit::FULL, inner)?;
+                        log::debug!("compatibility: Newton stopped at feasibility {:e}; from zero bounds: {} steps, feasibility {:e}", newton.result.feasibility, z.result.iterations, z.result.feasibility);
+                        Some(z)
                     } else {
-                        tresca::Rounds { rounds, result: DualResult { iterations, linear, ..newton.result }, ..newton }
+                        None
+                    };
+                    let (mut iterations, mut linear, mut rounds) = (newton.result.iterations, newton.result.linear, newton.rounds);
+                    if let Some(z) = &from_zero {
+                        (iterations, linear, rounds) = (iterations + z.result.iterations, linear + z.result.linear, rounds + z.rounds);
+                    }
+                    match from_zero {
+                        Some(z) if z.result.converged => tresca::Rounds { rounds, result: DualResult { iterations, linear, ..z.result }, ..z },
+                        _ => {
+                            // Newton's coupled Coulomb solves can also stall
+                            // where a line search fails between stick and
+                            // slip (a pour's landing grains); APGD's rounds
+                            // on the same problem, from rest, take their
+                            // place for a bounded effort (most such steps of
+                            // a formed pack do not converge either). Its
+                            // iterations count as inner ones. The interior
+                            // point in their place (Hooke, up to 2,000
+                            // bodies): 17 of the 500-grain pour's first 100
+                            // steps short against 26, compatibility 66 s
+                            // against 35–47 s (the interior point first and
+                            // Newton after it: 14, 66 s; `method =
+                            // "interior-point"` alone: 15, 31 s); but where
+                            // Newton converges the interior point can take
+                            // minutes (n = 16 pyramid at μ = 10: 247 s
+                            // against 0.23 s), so it stays a method to
+                            // choose.
+                            let again = tresca::solve(&mut problem, None, anchor, &f_n0, &fr.coulomb, tol, false, tresca::Limit::RESCUE, apgd)?;
+                            log::debug!("compatibility: Newton stopped at feasibility {:e}; APGD's rounds: {} iterations, feasibility {:e}", newton.result.feasibility, again.result.iterations, again.result.feasibility);
+                            let (linear, rounds) = (linear + again.result.iterations, rounds + again.rounds);
+                            if again.result.converged {
+                                tresca::Rounds { rounds, result: DualResult { iterations, linear, ..again.result }, ..again }
+                            } else {
+                                tresca::Rounds { rounds, result: DualResult { iterations, linear, ..newton.result }, ..newton }
+                            }
+                        }
                     }
                 }
             };
