@@ -34,6 +34,15 @@ fn skew(r: &Vector3<f64>) -> Matrix3<f64> {
     r.cross_matrix()
 }
 
+/// J with J x = the displacement of the body point at `point` for the body
+/// displacement x = (translation, rotation) about `centre`.
+fn jacobian(point: Vector3<f64>, centre: Vector3<f64>) -> nalgebra::SMatrix<f64, 3, 6> {
+    let mut j = nalgebra::SMatrix::<f64, 3, 6>::zeros();
+    j.fixed_view_mut::<3, 3>(0, 0).copy_from(&Matrix3::identity());
+    j.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-skew(&(point - centre))));
+    j
+}
+
 /// The linear spring network on the geometry of `fr`'s contacts that carry
 /// a compatible force: per contact K = k (n nᵀ + κ (I − n nᵀ)) (k = 1)
 /// between the contact points of its bodies; `free(id)` numbers the free
@@ -55,15 +64,7 @@ fn network(fr: &Frame, free: &dyn Fn(u64) -> Option<usize>, n_free: usize, load:
         }
         let nrm = v3(c.normal);
         let k = nrm * nrm.transpose() + kappa * (Matrix3::identity() - nrm * nrm.transpose());
-        let jac = |id: u64| {
-            let mut j = nalgebra::SMatrix::<f64, 3, 6>::zeros();
-            if id < WALL {
-                let r = v3(c.point) - v3(fr.pos[id as usize]);
-                j.fixed_view_mut::<3, 3>(0, 0).copy_from(&Matrix3::identity());
-                j.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-skew(&r)));
-            }
-            j
-        };
+        let jac = |id: u64| if id < WALL { jacobian(v3(c.point), v3(fr.pos[id as usize])) } else { nalgebra::SMatrix::<f64, 3, 6>::zeros() };
         let (ia, ib) = (free(c.body_a), if c.body_b < WALL { free(c.body_b) } else { None });
         let (ja, jb) = (jac(c.body_a), jac(c.body_b));
         // f_b = −K d; body b gets J_bᵀ f_b, body a −J_aᵀ f_b.
@@ -221,15 +222,7 @@ fn hertz_ramp(fr: &Frame, load: &[f64; 6], kappa: f64, steps: usize) -> Vec<Vect
     type V6 = nalgebra::SVector<f64, 6>;
     let (x0, cs) = (v3(fr.pos[0]), &fr.contacts);
     assert!(cs.iter().all(|c| c.body_a == 0 && c.body_b >= WALL), "body 0 against walls");
-    let js: Vec<_> = cs
-        .iter()
-        .map(|c| {
-            let mut j = nalgebra::SMatrix::<f64, 3, 6>::zeros();
-            j.fixed_view_mut::<3, 3>(0, 0).copy_from(&Matrix3::identity());
-            j.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-skew(&(v3(c.point) - x0))));
-            j
-        })
-        .collect();
+    let js: Vec<_> = cs.iter().map(|c| jacobian(v3(c.point), x0)).collect();
     // d = −J x: the wall's displacement relative to the body's point.
     let approach = |i: usize, x: &V6| v3(cs[i].normal).dot(&(js[i] * x)).max(0.0);
     // Force on the wall at the increment's end x, from the state (x_old, f_t_old); and its f_t.
@@ -694,9 +687,8 @@ fn incompatibility(fr: &Frame, force: &dyn Fn(&common::frames::Contact) -> (f64,
             let mut r = Vec::new();
             for (id, s) in [(c.body_a, -1.0), (c.body_b, 1.0)] {
                 if id < WALL && !fixed(id) {
-                    // eᵀ (v + ω × r) = eᵀ v + (r × e)ᵀ ω.
-                    let arm = (p - v3(fr.pos[id as usize])).cross(&e);
-                    r.push((id as usize, [e.x, e.y, e.z, arm.x, arm.y, arm.z].map(|x| s * x)));
+                    let je = jacobian(p, v3(fr.pos[id as usize])).transpose() * e * s;
+                    r.push((id as usize, je.into()));
                 }
             }
             (r, rhs)
