@@ -621,46 +621,38 @@ pub fn solve_dual(
                     // tests/compat_friction.rs) it rescued no step of 100
                     // and cost a fifth more time, so only fresh solves try.
                     let fresh = fr.anchor.iter().all(|a| *a == Vector3::zeros()) && !fr.coulomb.was_sliding.iter().any(|&s| s);
+                    // What every attempt spent: Newton steps, inner iterations (APGD's count as inner ones), solves.
+                    let mut spent = (newton.result.iterations, newton.result.linear, newton.rounds);
+                    let tally = |r: tresca::Rounds, (iterations, linear, rounds): (u64, u64, u32)| tresca::Rounds { rounds, result: DualResult { iterations, linear, ..r.result }, ..r };
                     let from_zero = if crate::parallel::all_ok(comm, fresh) {
                         let z = tresca::solve(&mut problem, None, anchor.clone(), &vec![0.0; n], &fr.coulomb, tol, true, tresca::Limit::FULL, inner)?;
                         log::debug!("compatibility: Newton stopped at feasibility {:e}; from zero bounds: {} steps, feasibility {:e}", newton.result.feasibility, z.result.iterations, z.result.feasibility);
-                        Some(z)
+                        spent = (spent.0 + z.result.iterations, spent.1 + z.result.linear, spent.2 + z.rounds);
+                        z.result.converged.then_some(z)
                     } else {
                         None
                     };
-                    let (mut iterations, mut linear, mut rounds) = (newton.result.iterations, newton.result.linear, newton.rounds);
-                    if let Some(z) = &from_zero {
-                        (iterations, linear, rounds) = (iterations + z.result.iterations, linear + z.result.linear, rounds + z.rounds);
-                    }
-                    match from_zero {
-                        Some(z) if z.result.converged => tresca::Rounds { rounds, result: DualResult { iterations, linear, ..z.result }, ..z },
-                        _ => {
-                            // Newton's coupled Coulomb solves can also stall
-                            // where a line search fails between stick and
-                            // slip (a pour's landing grains); APGD's rounds
-                            // on the same problem, from rest, take their
-                            // place for a bounded effort (most such steps of
-                            // a formed pack do not converge either). Its
-                            // iterations count as inner ones. The interior
-                            // point in their place (Hooke, up to 2,000
-                            // bodies): 17 of the 500-grain pour's first 100
-                            // steps short against 26, compatibility 66 s
-                            // against 35–47 s (the interior point first and
-                            // Newton after it: 14, 66 s; `method =
-                            // "interior-point"` alone: 15, 31 s); but where
-                            // Newton converges the interior point can take
-                            // minutes (n = 16 pyramid at μ = 10: 247 s
-                            // against 0.23 s), so it stays a method to
-                            // choose.
-                            let again = tresca::solve(&mut problem, None, anchor, &f_n0, &fr.coulomb, tol, false, tresca::Limit::RESCUE, apgd)?;
-                            log::debug!("compatibility: Newton stopped at feasibility {:e}; APGD's rounds: {} iterations, feasibility {:e}", newton.result.feasibility, again.result.iterations, again.result.feasibility);
-                            let (linear, rounds) = (linear + again.result.iterations, rounds + again.rounds);
-                            if again.result.converged {
-                                tresca::Rounds { rounds, result: DualResult { iterations, linear, ..again.result }, ..again }
-                            } else {
-                                tresca::Rounds { rounds, result: DualResult { iterations, linear, ..newton.result }, ..newton }
-                            }
-                        }
+                    if let Some(z) = from_zero {
+                        tally(z, spent)
+                    } else {
+                        // Newton's coupled Coulomb solves can also stall
+                        // where a line search fails between stick and slip
+                        // (a pour's landing grains); APGD's rounds on the
+                        // same problem, from rest, take their place for a
+                        // bounded effort (most such steps of a formed pack
+                        // do not converge either). The interior point in
+                        // their place (Hooke, up to 2,000 bodies): 17 of the
+                        // 500-grain pour's first 100 steps short against 26,
+                        // compatibility 66 s against 35–47 s (the interior
+                        // point first and Newton after it: 14, 66 s;
+                        // `method = "interior-point"` alone: 15, 31 s); but
+                        // where Newton converges the interior point can take
+                        // minutes (n = 16 pyramid at μ = 10: 247 s against
+                        // 0.23 s), so it stays a method to choose.
+                        let again = tresca::solve(&mut problem, None, anchor, &f_n0, &fr.coulomb, tol, false, tresca::Limit::RESCUE, apgd)?;
+                        log::debug!("compatibility: Newton stopped at feasibility {:e}; APGD's rounds: {} iterations, feasibility {:e}", newton.result.feasibility, again.result.iterations, again.result.feasibility);
+                        spent = (spent.0, spent.1 + again.result.iterations, spent.2 + again.rounds);
+                        tally(if again.result.converged { again } else { newton }, spent)
                     }
                 }
             };
